@@ -1,0 +1,248 @@
+//! Simulated disk in memory, for crash and fault tests.
+//!
+//! It keeps, per member, the bytes a reader sees now and the bytes that
+//! survived the last fsync, plus every write since then. Faults: EIO on the
+//! Nth operation, a bit flip in the Nth operation's read data, a power cut
+//! after the Nth operation (every later operation fails until `crash` builds
+//! the post-crash image: unsynced writes lost, applied, or torn to a prefix
+//! of their sectors). Ops of a batch complete in a seeded random order with
+//! at most `cap` per member in flight, like a real device queue.
+
+use std::ops::Range;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{Backend, BackendKind, ExecCtx, IoOp};
+use crate::error::{IoError, Result};
+
+/// Sector size a torn write is cut at.
+pub const SECTOR: usize = 512;
+
+/// What happens to writes that were not fsynced when the power goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashMode {
+    /// Every unsynced write is lost.
+    LoseUnsynced,
+    /// Each unsynced write, independently: lost, kept, or a prefix of its
+    /// sectors kept; chosen by the seed.
+    Torn { seed: u64 },
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Faults {
+    /// The operation with this number (counting from 0) fails with EIO.
+    pub eio_at: Option<u64>,
+    /// The read operation with this number returns data with one bit flipped
+    /// at (byte, bit) within the op.
+    pub flip_at: Option<(u64, usize, u8)>,
+    /// Operations with this number and later fail: the power is cut.
+    pub power_cut_at: Option<u64>,
+}
+
+struct Member {
+    now: Vec<u8>,
+    durable: Vec<u8>,
+}
+
+struct State {
+    members: Vec<Member>,
+    unsynced: Vec<(usize, u64, Vec<u8>)>,
+    ops: u64,
+    faults: Faults,
+    rng: u64,
+}
+
+/// A set of simulated member disks, shared between the test and the volumes
+/// opened on it (a volume reopened after `crash` sees the post-crash image).
+pub struct SimDisk {
+    state: Mutex<State>,
+}
+
+fn xorshift(s: &mut u64) -> u64 {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    *s
+}
+
+impl SimDisk {
+    pub fn new(members: usize, seed: u64) -> Arc<SimDisk> {
+        Arc::new(SimDisk {
+            state: Mutex::new(State {
+                members: (0..members).map(|_| Member { now: Vec::new(), durable: Vec::new() }).collect(),
+                unsynced: Vec::new(),
+                ops: 0,
+                faults: Faults::default(),
+                rng: seed | 1,
+            }),
+        })
+    }
+
+    pub fn members(&self) -> usize {
+        self.state.lock().unwrap().members.len()
+    }
+
+    pub fn set_faults(&self, faults: Faults) {
+        self.state.lock().unwrap().faults = faults;
+    }
+
+    /// Operations run so far (reads, writes and syncs each count one).
+    pub fn ops(&self) -> u64 {
+        self.state.lock().unwrap().ops
+    }
+
+    /// Cuts the power now: builds the image a restart would find, clears the
+    /// faults and the op counter.
+    pub fn crash(&self, mode: CrashMode) {
+        let mut s = self.state.lock().unwrap();
+        let st = &mut *s;
+        for m in st.members.iter_mut() {
+            m.now.clone_from(&m.durable);
+        }
+        let mut rng = match mode {
+            CrashMode::LoseUnsynced => 0,
+            CrashMode::Torn { seed } => seed | 1,
+        };
+        for (member, offset, data) in std::mem::take(&mut st.unsynced) {
+            if rng == 0 {
+                break;
+            }
+            let sectors = data.len().div_ceil(SECTOR);
+            // 0 = lost, sectors = whole write, in between = torn.
+            let keep = (xorshift(&mut rng) % (sectors as u64 + 1)) as usize;
+            let bytes = (keep * SECTOR).min(data.len());
+            let m = &mut st.members[member];
+            m.now[offset as usize..offset as usize + bytes].copy_from_slice(&data[..bytes]);
+        }
+        for m in st.members.iter_mut() {
+            m.durable.clone_from(&m.now);
+        }
+        st.ops = 0;
+        st.faults = Faults::default();
+    }
+
+    /// Flips one bit of the stored image (both current and durable), as media
+    /// corruption would.
+    pub fn corrupt(&self, member: usize, byte: u64, bit: u8) {
+        let mut s = self.state.lock().unwrap();
+        let m = &mut s.members[member];
+        m.now[byte as usize] ^= 1 << (bit % 8);
+        m.durable[byte as usize] ^= 1 << (bit % 8);
+    }
+
+    /// Starts an operation: counts it and applies the op-numbered faults.
+    fn begin(st: &mut State) -> std::result::Result<u64, &'static str> {
+        let n = st.ops;
+        st.ops += 1;
+        if st.faults.power_cut_at.is_some_and(|c| n >= c) {
+            return Err("simulated power cut");
+        }
+        if st.faults.eio_at == Some(n) {
+            return Err("simulated EIO");
+        }
+        Ok(n)
+    }
+
+    fn run_op(st: &mut State, op: &IoOp) -> std::result::Result<(), IoError> {
+        let n = Self::begin(st).map_err(|why| sim_err(op, why))?;
+        let m = op.member as usize;
+        let (off, len) = (op.offset as usize, op.len as usize);
+        if off + len > st.members[m].now.len() {
+            return Err(IoError::ShortRead { path: format!("sim{m}").into(), offset: op.offset });
+        }
+        // SAFETY: op.buf is valid for op.len bytes for the life of the batch.
+        let buf = unsafe { std::slice::from_raw_parts_mut(op.buf, len) };
+        if op.write {
+            st.members[m].now[off..off + len].copy_from_slice(buf);
+            st.unsynced.push((m, op.offset, buf.to_vec()));
+        } else {
+            buf.copy_from_slice(&st.members[m].now[off..off + len]);
+            if let Some((at, byte, bit)) = st.faults.flip_at
+                && at == n
+            {
+                buf[byte % len] ^= 1 << (bit % 8);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn sim_err(op: &IoOp, why: &'static str) -> IoError {
+    IoError::Device {
+        path: format!("sim{}", op.member).into(),
+        offset: op.offset,
+        len: op.len as u64,
+        source: std::io::Error::other(why),
+    }
+}
+
+pub(crate) struct SimBackend {
+    pub(crate) disk: Arc<SimDisk>,
+}
+
+impl Backend for SimBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Sim
+    }
+
+    fn execute(&self, ops: &[IoOp], by_member: &[Range<usize>], ctx: &ExecCtx) -> Result<()> {
+        let mut st = self.disk.state.lock().unwrap();
+        let mut next: Vec<usize> = by_member.iter().map(|r| r.start).collect();
+        let mut inflight: Vec<(usize, usize)> = Vec::new();
+        let mut per_member = vec![0usize; by_member.len()];
+        let mut first_err = None;
+        loop {
+            if first_err.is_none() {
+                for (m, range) in by_member.iter().enumerate() {
+                    while per_member[m] < ctx.cap && next[m] < range.end {
+                        inflight.push((m, next[m]));
+                        next[m] += 1;
+                        per_member[m] += 1;
+                    }
+                    ctx.counters[m].record_inflight(per_member[m]);
+                }
+            }
+            if inflight.is_empty() {
+                break;
+            }
+            // Complete a random in-flight op: devices reorder.
+            let pick = (xorshift(&mut st.rng) % inflight.len() as u64) as usize;
+            let (m, i) = inflight.swap_remove(pick);
+            per_member[m] -= 1;
+            match SimDisk::run_op(&mut st, &ops[i]) {
+                Ok(()) => ctx.counters[m].record_io(ops[i].write, ops[i].len as u64, Duration::from_micros(1)),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    fn sync(&self, member: usize, _metadata: bool, path: &Path) -> Result<()> {
+        let mut st = self.disk.state.lock().unwrap();
+        if let Err(why) = SimDisk::begin(&mut st) {
+            return Err(IoError::Os { path: path.to_path_buf(), source: std::io::Error::other(why) });
+        }
+        let st = &mut *st;
+        st.unsynced.retain(|(m, _, _)| *m != member);
+        let m = &mut st.members[member];
+        m.durable.clone_from(&m.now);
+        Ok(())
+    }
+
+    fn member_len(&self, member: usize, _path: &Path) -> Result<u64> {
+        Ok(self.disk.state.lock().unwrap().members[member].now.len() as u64)
+    }
+
+    fn grow_member(&self, member: usize, len: u64, _path: &Path) -> Result<()> {
+        let mut st = self.disk.state.lock().unwrap();
+        let m = &mut st.members[member];
+        if (len as usize) > m.now.len() {
+            m.now.resize(len as usize, 0);
+            m.durable.resize(len as usize, 0);
+        }
+        Ok(())
+    }
+}
