@@ -7,6 +7,7 @@
 //! member's queue full (io_uring), or a thread pool busy (POSIX), or runs them
 //! against an in-memory disk that injects faults ([`SimDisk`]).
 
+pub mod bench;
 mod backend;
 mod buf;
 mod error;

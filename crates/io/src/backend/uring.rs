@@ -50,7 +50,9 @@ impl UringBackend {
     }
 
     fn new_ring(&self) -> Result<Ring> {
-        let ring = IoUring::new(self.entries).map_err(|e| IoError::UringUnavailable(e.to_string()))?;
+        let mut b = IoUring::builder();
+        if std::env::var("SG_COOP").is_ok() { b.setup_coop_taskrun(); }
+        let ring = b.build(self.entries).map_err(|e| IoError::UringUnavailable(e.to_string()))?;
         ring.submitter()
             .register_files(&self.fds)
             .map_err(|e| IoError::UringUnavailable(format!("register_files: {e}")))?;

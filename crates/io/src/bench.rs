@@ -1,0 +1,202 @@
+//! The I/O benchmark behind `solidgraph bench io` and
+//! `solidgraph.bench_io`: one submitting thread drives a volume with batches
+//! of random or sequential block I/Os and reports IOPS, bandwidth and
+//! per-I/O latency from the volume's own counters.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::backend::BackendKind;
+use crate::buf::AlignedBuf;
+use crate::error::{IoError, Result};
+use crate::volume::{BackendChoice, Volume, VolumeOptions};
+
+const PAGE: usize = 4096;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    RandRead,
+    RandWrite,
+    Read,
+}
+
+impl std::str::FromStr for Pattern {
+    type Err = IoError;
+    fn from_str(s: &str) -> Result<Pattern> {
+        match s {
+            "randread" => Ok(Pattern::RandRead),
+            "randwrite" => Ok(Pattern::RandWrite),
+            "read" => Ok(Pattern::Read),
+            _ => Err(IoError::Config(format!("unknown pattern {s:?} (randread, randwrite or read)"))),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct IoBenchConfig {
+    /// One path per member; missing files are created and filled.
+    pub paths: Vec<PathBuf>,
+    /// Total bytes over all members.
+    pub size: u64,
+    pub block: usize,
+    pub depth: usize,
+    pub seconds: f64,
+    pub pattern: Pattern,
+    pub backend: Option<BackendKind>,
+    /// Stripe unit in bytes (a multiple of the block).
+    pub stripe_bytes: usize,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct IoBenchResult {
+    pub backend: &'static str,
+    pub members: usize,
+    pub ios: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub iops: f64,
+    pub mib_s: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+}
+
+fn splitmix(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Opens the volume for the benchmark, creating and filling members that do
+/// not exist yet (a sparse file would be read from nowhere). `progress` gets
+/// (bytes done, bytes total) while filling.
+pub fn prepare(cfg: &IoBenchConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<Volume> {
+    if cfg.block < PAGE || cfg.block % PAGE != 0 || cfg.block > (16 << 20) {
+        return Err(IoError::Config(format!("block {} must be a multiple of 4096 up to 16 MiB", cfg.block)));
+    }
+    if cfg.stripe_bytes % cfg.block != 0 {
+        return Err(IoError::Config(format!("stripe {} must be a multiple of the block {}", cfg.stripe_bytes, cfg.block)));
+    }
+    if cfg.depth == 0 || cfg.depth > 4096 {
+        return Err(IoError::Config(format!("depth {} must be in 1..=4096", cfg.depth)));
+    }
+    let opts = VolumeOptions {
+        page_size: PAGE,
+        stripe_pages: (cfg.stripe_bytes / PAGE) as u64,
+        backend: cfg.backend.map_or(BackendChoice::Auto, BackendChoice::Force),
+        inflight_per_member: cfg.depth,
+        max_io_bytes: cfg.block.max(PAGE),
+        posix_threads: cfg.depth.min(256),
+        registered_chunks: std::env::var("SG_REG").map(|s| s.parse().unwrap()).unwrap_or(16),
+        writable: true,
+        ..Default::default()
+    };
+    let existing = cfg.paths.iter().filter(|p| p.exists()).count();
+    if existing == cfg.paths.len() {
+        let v = Volume::open(&cfg.paths, opts)?;
+        if v.num_pages() * PAGE as u64 >= cfg.size {
+            return Ok(v);
+        }
+        return Err(IoError::Config(format!(
+            "existing volume has {} bytes, less than --size {}; remove it or pass a smaller size",
+            v.num_pages() * PAGE as u64,
+            cfg.size
+        )));
+    }
+    if existing > 0 {
+        return Err(IoError::Config("some members exist and some do not; remove them or name all".into()));
+    }
+    let pages = cfg.size / PAGE as u64;
+    let v = Volume::create(&cfg.paths, pages, VolumeOptions { max_io_bytes: 1 << 20, ..opts.clone() })?;
+    let step = 4096u64; // 16 MiB per batch
+    let mut data = AlignedBuf::zeroed(step as usize * PAGE);
+    let mut seed = cfg.seed;
+    for w in data.chunks_mut(8) {
+        w.copy_from_slice(&splitmix(&mut seed).to_le_bytes());
+    }
+    let total = v.num_pages();
+    let mut ids: Vec<u64> = Vec::with_capacity(step as usize);
+    let mut p = 0;
+    while p < total {
+        let n = step.min(total - p);
+        ids.clear();
+        ids.extend(p..p + n);
+        v.write(&ids, &data[..n as usize * PAGE])?;
+        p += n;
+        progress(p * PAGE as u64, total * PAGE as u64);
+    }
+    v.sync(true)?;
+    drop(v);
+    Volume::open(&cfg.paths, opts)
+}
+
+/// Runs the timed loop on a prepared volume.
+pub fn run(v: &Volume, cfg: &IoBenchConfig) -> Result<IoBenchResult> {
+    let ppb = (cfg.block / PAGE) as u64;
+    let blocks = v.num_pages().min(cfg.size / PAGE as u64) / ppb;
+    if blocks == 0 {
+        return Err(IoError::Config("volume holds no whole block".into()));
+    }
+    // Depth 1 is one synchronous I/O per call; deeper runs hand the volume
+    // batches large enough that the drain at a batch's end costs little.
+    let per_batch = if cfg.depth == 1 { 1 } else { (cfg.depth * std::env::var("SG_MUL").map(|s| s.parse().unwrap()).unwrap_or(32) * v.stripe().members as usize).min(blocks as usize) };
+    let mut data = AlignedBuf::zeroed(per_batch * cfg.block);
+    data.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+    let mut seed = cfg.seed ^ 0x5eed;
+    let mut starts: Vec<u64> = Vec::with_capacity(per_batch);
+    let mut pages: Vec<u64> = Vec::with_capacity(per_batch * ppb as usize);
+    let mut seq_next = 0u64;
+    v.reset_stats();
+    let t0 = Instant::now();
+    let limit = Duration::from_secs_f64(cfg.seconds.max(0.01));
+    while t0.elapsed() < limit {
+        starts.clear();
+        match cfg.pattern {
+            Pattern::Read => {
+                for _ in 0..per_batch {
+                    starts.push(seq_next);
+                    seq_next = (seq_next + 1) % blocks;
+                }
+            }
+            _ => {
+                for _ in 0..per_batch {
+                    starts.push(splitmix(&mut seed) % blocks);
+                }
+                // Unique blocks, as fio's random map gives; the volume would
+                // drop the repeats anyway.
+                starts.sort_unstable();
+                starts.dedup();
+            }
+        }
+        pages.clear();
+        for &b in &starts {
+            pages.extend(b * ppb..(b + 1) * ppb);
+        }
+        match cfg.pattern {
+            Pattern::RandWrite => v.write(&pages, &data[..pages.len() * PAGE])?,
+            _ => drop(v.read(&pages)?),
+        }
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let stats = v.stats();
+    let ios: u64 = stats.iter().map(|s| s.ios).sum();
+    let bytes: u64 = stats.iter().map(|s| s.bytes_read + s.bytes_written).sum();
+    // Latency over all members: the busiest member's percentiles weigh most,
+    // take the I/O-weighted mean of the per-member percentiles.
+    let w = |f: fn(&crate::MemberStats) -> f64| {
+        if ios == 0 { 0.0 } else { stats.iter().map(|s| f(s) * s.ios as f64).sum::<f64>() / ios as f64 }
+    };
+    Ok(IoBenchResult {
+        backend: v.backend().name(),
+        members: stats.len(),
+        ios,
+        bytes,
+        seconds: secs,
+        iops: ios as f64 / secs,
+        mib_s: bytes as f64 / secs / (1 << 20) as f64,
+        p50_us: w(|s| s.p50_us),
+        p99_us: w(|s| s.p99_us),
+    })
+}
