@@ -89,7 +89,6 @@ pub fn prepare(cfg: &IoBenchConfig, progress: &mut dyn FnMut(u64, u64)) -> Resul
         inflight_per_member: cfg.depth,
         max_io_bytes: cfg.block.max(PAGE),
         posix_threads: cfg.depth.min(256),
-        registered_chunks: std::env::var("SG_REG").map(|s| s.parse().unwrap()).unwrap_or(16),
         writable: true,
         ..Default::default()
     };
@@ -141,7 +140,7 @@ pub fn run(v: &Volume, cfg: &IoBenchConfig) -> Result<IoBenchResult> {
     }
     // Depth 1 is one synchronous I/O per call; deeper runs hand the volume
     // batches large enough that the drain at a batch's end costs little.
-    let per_batch = if cfg.depth == 1 { 1 } else { (cfg.depth * std::env::var("SG_MUL").map(|s| s.parse().unwrap()).unwrap_or(32) * v.stripe().members as usize).min(blocks as usize) };
+    let per_batch = if cfg.depth == 1 { 1 } else { (cfg.depth * 32 * v.stripe().members as usize).min(blocks as usize) };
     let mut data = AlignedBuf::zeroed(per_batch * cfg.block);
     data.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
     let mut seed = cfg.seed ^ 0x5eed;
