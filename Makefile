@@ -1,0 +1,41 @@
+# Two entry points work on a fresh machine: `make demo` and `make test`.
+# Each installs what it needs (a venv in .venv, pip packages, Debian packages).
+
+VENV      := .venv
+PY        := $(VENV)/bin/python
+PIP       := $(VENV)/bin/pip
+CARGO     ?= cargo
+BIN       := target/release/solidgraph
+DEMO_DIR  ?= demo-data
+PIP_DEPS  := maturin pytest numpy networkx
+
+.PHONY: test demo build develop venv apt-fio clean
+
+$(VENV)/.ready:
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q $(PIP_DEPS)
+	touch $@
+
+venv: $(VENV)/.ready
+
+apt-fio:
+	@command -v fio >/dev/null || (apt-get install -y -q fio >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q fio >/dev/null))
+
+build:
+	$(CARGO) build --release -p solidgraph-cli
+
+# Builds the Python extension into the venv (release: tests run real I/O).
+develop: venv
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
+	  $(VENV)/bin/maturin develop --release -q
+
+test: venv build develop
+	$(CARGO) test --workspace --exclude solidgraph-py --release
+	SOLIDGRAPH_BIN=$(abspath $(BIN)) $(PY) -m pytest -q tests
+
+demo: venv build develop apt-fio
+	benchmarks/demo.sh
+
+clean:
+	rm -rf $(DEMO_DIR)
