@@ -20,6 +20,14 @@ use crate::buf::{ALIGN, BufferPool, Chunk};
 use crate::error::{IoError, Result};
 use crate::stats::{MemberCounters, MemberStats};
 
+/// Smallest pooled read chunk: a batch of single-page reads packs 64 pages
+/// into one chunk, so the registered (fixed) buffers cover whole batches.
+const MIN_CHUNK_BYTES: usize = 256 * 1024;
+
+fn chunk_bytes(opts: &VolumeOptions) -> usize {
+    opts.max_io_bytes.max(MIN_CHUNK_BYTES)
+}
+
 /// How to choose the backend.
 #[derive(Clone, Default)]
 pub enum BackendChoice {
@@ -39,7 +47,8 @@ pub struct VolumeOptions {
     pub stripe_pages: u64,
     pub backend: BackendChoice,
     pub inflight_per_member: usize,
-    /// Largest merged I/O; also the size of a pooled buffer chunk.
+    /// Largest merged I/O. Reads land in pooled chunks of this size, or of
+    /// 256 KiB when that is larger (many small I/Os share one chunk).
     pub max_io_bytes: usize,
     /// Batches of at most this many I/Os skip the thread hand-off (POSIX).
     pub inline_watermark: usize,
@@ -47,6 +56,16 @@ pub struct VolumeOptions {
     pub registered_chunks: usize,
     pub posix_threads: usize,
     pub writable: bool,
+}
+
+impl std::fmt::Debug for BackendChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BackendChoice::Auto => f.write_str("Auto"),
+            BackendChoice::Force(k) => write!(f, "Force({})", k.name()),
+            BackendChoice::Sim(_) => f.write_str("Sim"),
+        }
+    }
 }
 
 impl Default for VolumeOptions {
@@ -206,7 +225,7 @@ impl Volume {
         if paths.is_empty() {
             return Err(IoError::Config("a volume needs at least one member".into()));
         }
-        let pool = Arc::new(BufferPool::new(opts.max_io_bytes, opts.registered_chunks, 64));
+        let pool = Arc::new(BufferPool::new(chunk_bytes(&opts), opts.registered_chunks, 64));
         let backend: Box<dyn Backend> = match &opts.backend {
             BackendChoice::Sim(disk) => {
                 if disk.members() != paths.len() {
@@ -310,7 +329,7 @@ impl Volume {
     /// Reads a batch of pages in one go.
     pub fn read(&self, pages: &[u64]) -> Result<Pages> {
         let ps = self.opts.page_size;
-        let ppc = self.opts.max_io_bytes / ps;
+        let ppc = chunk_bytes(&self.opts) / ps;
         let n = self.num_pages();
         // (member, offset, request index), sorted: per-member runs by offset.
         let mut order: Vec<(u32, u64, u32)> = Vec::with_capacity(pages.len());

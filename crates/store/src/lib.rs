@@ -1,1 +1,21 @@
-pub fn x(){}
+//! SolidGraph's store: the on-disk graph (superblocks, packed adjacency
+//! pages, extents, translation tables, tensor regions), its page cache, the
+//! external-memory import, and batched reads. See docs/DESIGN.md, "store".
+
+pub mod adjacency;
+pub mod cache;
+mod error;
+pub mod gtt;
+pub mod import;
+pub mod page;
+mod store;
+pub mod superblock;
+pub mod tensor;
+mod verify;
+
+pub use error::{Result, StoreError};
+pub use import::source::EdgeInput;
+pub use import::{ImportOptions, ImportReport, TensorData, TensorInput, import};
+pub use store::{Csr, Direction, OpenOptions, Rows, Store, StoreStats, member_path};
+pub use tensor::DType;
+pub use verify::VerifyReport;

@@ -1,0 +1,157 @@
+//! Graph translation table: for every adjacency page of one direction, the
+//! smallest vertex it holds and where the page is. Sorted by vertex, so a
+//! lookup is a binary search; one entry per page, not per vertex, so it stays
+//! in memory. Extent pages repeat their owner vertex, flagged.
+//!
+//! On disk: GTT pages of 16-byte entries `(key, page number)`, key's top bit
+//! set for extent pages; header `count` is the entries in the page.
+
+use crate::error::{Result, StoreError};
+use crate::page::{HEADER, Header, Kind, seal, u64_at};
+
+const EXTENT: u64 = 1 << 63;
+pub const ENTRY: usize = 16;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Gtt {
+    /// First vertex of each page, EXTENT bit set on extent pages.
+    keys: Vec<u64>,
+    pages: Vec<u64>,
+}
+
+/// Where a vertex's list lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loc {
+    /// No adjacency page can hold it: degree 0.
+    Nowhere,
+    /// In the packed page with this page number (it may still be absent).
+    Packed(u64),
+    /// Owns `len` pages from GTT index `first`.
+    Extent { first: usize, len: usize },
+}
+
+impl Gtt {
+    pub fn push(&mut self, first_vertex: u64, page: u64, extent: bool) {
+        debug_assert!(first_vertex < EXTENT);
+        debug_assert!(self.keys.last().is_none_or(|&k| k & !EXTENT <= first_vertex));
+        self.keys.push(first_vertex | if extent { EXTENT } else { 0 });
+        self.pages.push(page);
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    pub fn page(&self, i: usize) -> u64 {
+        self.pages[i]
+    }
+
+    pub fn first_vertex(&self, i: usize) -> u64 {
+        self.keys[i] & !EXTENT
+    }
+
+    pub fn is_extent(&self, i: usize) -> bool {
+        self.keys[i] & EXTENT != 0
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.keys.len() * 16
+    }
+
+    pub fn locate(&self, v: u64) -> Loc {
+        // Last page whose first vertex <= v.
+        let hi = self.keys.partition_point(|&k| k & !EXTENT <= v);
+        if hi == 0 {
+            return Loc::Nowhere;
+        }
+        let i = hi - 1;
+        if !self.is_extent(i) {
+            return Loc::Packed(self.pages[i]);
+        }
+        if self.first_vertex(i) != v {
+            // v falls after an extent and before the next page: no edges.
+            return Loc::Nowhere;
+        }
+        let first = self.keys.partition_point(|&k| k & !EXTENT < v);
+        Loc::Extent { first, len: hi - first }
+    }
+
+    pub fn entries_per_page(page_size: usize) -> usize {
+        (page_size - HEADER) / ENTRY
+    }
+
+    pub fn pages_needed(&self, page_size: usize) -> u64 {
+        self.keys.len().div_ceil(Self::entries_per_page(page_size)) as u64
+    }
+
+    /// Serialises into consecutive sealed pages numbered from `first_page`.
+    pub fn encode(&self, page_size: usize, first_page: u64, epoch: u64, out: &mut [u8]) {
+        let per = Self::entries_per_page(page_size);
+        for (p, chunk) in self.keys.chunks(per).enumerate() {
+            let page = &mut out[p * page_size..(p + 1) * page_size];
+            page.fill(0);
+            for (j, &k) in chunk.iter().enumerate() {
+                let at = HEADER + j * ENTRY;
+                page[at..at + 8].copy_from_slice(&k.to_le_bytes());
+                page[at + 8..at + 16].copy_from_slice(&self.pages[p * per + j].to_le_bytes());
+            }
+            seal(first_page + p as u64, page, &Header { kind: Kind::Gtt, epoch, key: 0, count: chunk.len() as u32, aux: 0 });
+        }
+    }
+
+    /// Appends the entries of one GTT page (header already checked).
+    pub fn decode_page(&mut self, page_no: u64, page: &[u8], h: &Header) -> Result<()> {
+        let n = h.count as usize;
+        if n > Self::entries_per_page(page.len()) {
+            return Err(StoreError::Corrupt { page: page_no, reason: format!("GTT page claims {n} entries") });
+        }
+        for j in 0..n {
+            let at = HEADER + j * ENTRY;
+            let k = u64_at(page, at);
+            if let Some(&last) = self.keys.last()
+                && last & !EXTENT > k & !EXTENT
+            {
+                return Err(StoreError::Corrupt { page: page_no, reason: "GTT entries out of order".into() });
+            }
+            self.keys.push(k);
+            self.pages.push(u64_at(page, at + 8));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locate_packed_extent_and_gaps() {
+        let mut g = Gtt::default();
+        g.push(0, 10, false); // vertices 0..5
+        g.push(5, 11, true); // 5 owns 3 pages
+        g.push(5, 12, true);
+        g.push(5, 13, true);
+        g.push(9, 14, false);
+        assert_eq!(g.locate(0), Loc::Packed(10));
+        assert_eq!(g.locate(4), Loc::Packed(10));
+        assert_eq!(g.locate(5), Loc::Extent { first: 1, len: 3 });
+        assert_eq!(g.locate(6), Loc::Nowhere);
+        assert_eq!(g.locate(9), Loc::Packed(14));
+        assert_eq!(g.locate(1 << 40), Loc::Packed(14));
+        let mut e = Gtt::default();
+        e.push(3, 1, false);
+        assert_eq!(e.locate(2), Loc::Nowhere);
+
+        let ps = 4096;
+        let mut buf = vec![0u8; ps * g.pages_needed(ps) as usize];
+        g.encode(ps, 100, 1, &mut buf);
+        let mut back = Gtt::default();
+        let h = crate::page::open_kind(100, &buf[..ps], Kind::Gtt).unwrap();
+        back.decode_page(100, &buf[..ps], &h).unwrap();
+        assert_eq!(back, g);
+    }
+}

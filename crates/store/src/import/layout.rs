@@ -1,0 +1,267 @@
+//! Lays sorted edge records out as adjacency pages, and tensor rows as tensor
+//! pages, writing consecutive pages in large batches.
+
+use solidgraph_io::{AlignedBuf, Volume};
+
+use super::sort::{Merged, Rec};
+use crate::adjacency::{EdgeFormat, PackedBuilder, write_extent_page};
+use crate::error::Result;
+use crate::gtt::Gtt;
+use crate::page::{HEADER, Header, Kind, seal};
+
+/// Pages staged before one volume write (merged into large I/Os).
+const STAGE_BYTES: usize = 4 << 20;
+/// The volume grows ahead of the writer by this many bytes at a time.
+const GROW_BYTES: u64 = 64 << 20;
+
+/// Writes consecutive pages from `first`, staging them in memory.
+pub struct PageWriter<'a> {
+    vol: &'a Volume,
+    ps: usize,
+    stage: AlignedBuf,
+    ids: Vec<u64>,
+    next: u64,
+}
+
+impl<'a> PageWriter<'a> {
+    pub fn new(vol: &'a Volume, first: u64) -> PageWriter<'a> {
+        let ps = vol.page_size();
+        let n = (STAGE_BYTES / ps).max(1);
+        PageWriter { vol, ps, stage: AlignedBuf::zeroed(n * ps), ids: Vec::with_capacity(n), next: first }
+    }
+
+    /// Number of the page `page()` is building.
+    pub fn page_no(&self) -> u64 {
+        self.next + self.ids.len() as u64
+    }
+
+    pub fn page(&mut self) -> &mut [u8] {
+        let i = self.ids.len();
+        &mut self.stage[i * self.ps..(i + 1) * self.ps]
+    }
+
+    /// The page is built: stage it, flushing when the stage is full.
+    pub fn done(&mut self) -> Result<()> {
+        let no = self.page_no();
+        self.ids.push(no);
+        if self.ids.len() * self.ps == self.stage.len() {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> Result<()> {
+        if self.ids.is_empty() {
+            return Ok(());
+        }
+        let end = self.next + self.ids.len() as u64;
+        if end > self.vol.num_pages() {
+            self.vol.grow_to(end + GROW_BYTES / self.ps as u64)?;
+        }
+        self.vol.write(&self.ids, &self.stage[..self.ids.len() * self.ps])?;
+        self.next = end;
+        self.ids.clear();
+        Ok(())
+    }
+
+    /// Flushes and returns the next free page number.
+    pub fn finish(mut self) -> Result<u64> {
+        self.flush()?;
+        Ok(self.next)
+    }
+}
+
+pub struct LayoutOptions {
+    pub fmt: EdgeFormat,
+    pub fill: f64,
+    pub dedup: bool,
+    pub self_loops: bool,
+    pub num_nodes: u64,
+    pub epoch: u64,
+}
+
+pub struct Laid {
+    pub gtt: Gtt,
+    pub edges: u64,
+    pub next_page: u64,
+    pub adj_pages: u64,
+}
+
+/// Builds the adjacency of one direction from a sorted record stream.
+struct Builder<'a> {
+    w: PageWriter<'a>,
+    o: &'a LayoutOptions,
+    ps: usize,
+    packed: PackedBuilder,
+    gtt: Gtt,
+    edges: u64,
+    // The vertex being collected.
+    v: u64,
+    ids: Vec<u64>,
+    ws: Vec<f32>,
+    ls: Vec<u32>,
+    has_self: bool,
+    /// Extent pages already written for `v` (0: not an extent yet).
+    extent_pages: u32,
+}
+
+impl Builder<'_> {
+    fn push_edge(&mut self, dst: u64, w: f32, l: u32) -> Result<()> {
+        if self.o.self_loops && !self.has_self && dst >= self.v {
+            self.has_self = true;
+            if dst > self.v {
+                self.append(self.v, 1.0, 0)?;
+            }
+        }
+        if self.o.dedup && self.ids.last() == Some(&dst) {
+            return Ok(());
+        }
+        self.append(dst, w, l)
+    }
+
+    fn append(&mut self, dst: u64, w: f32, l: u32) -> Result<()> {
+        self.ids.push(dst);
+        self.ws.push(w);
+        self.ls.push(l);
+        let per = self.o.fmt.per_extent_page(self.ps);
+        if self.extent_pages > 0 || self.ids.len() > self.o.fmt.max_packed_degree(self.ps) {
+            // Too long for a packed page: the vertex owns whole pages, written
+            // as they fill so a huge list never sits in memory. Keep one edge
+            // back so the final page is never empty.
+            while self.ids.len() > per {
+                self.write_extent(per)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_extent(&mut self, n: usize) -> Result<()> {
+        if self.extent_pages == 0 {
+            self.close_packed()?;
+        }
+        let (v, idx, no) = (self.v, self.extent_pages, self.w.page_no());
+        let fmt = self.o.fmt;
+        write_extent_page(&fmt, self.w.page(), no, self.o.epoch, v, idx, &self.ids[..n], &self.ws[..n], &self.ls[..n]);
+        self.w.done()?;
+        self.gtt.push(v, no, true);
+        self.extent_pages += 1;
+        self.edges += n as u64;
+        self.ids.drain(..n);
+        self.ws.drain(..n);
+        self.ls.drain(..n);
+        Ok(())
+    }
+
+    fn close_packed(&mut self) -> Result<()> {
+        if self.packed.is_empty() {
+            return Ok(());
+        }
+        let no = self.w.page_no();
+        let first = self.packed.first();
+        self.packed.finish(self.w.page(), no, self.o.epoch);
+        self.w.done()?;
+        self.gtt.push(first, no, false);
+        Ok(())
+    }
+
+    /// Ends the current vertex and starts `next`.
+    fn end_vertex(&mut self, next: u64) -> Result<()> {
+        if self.o.self_loops && !self.has_self {
+            self.has_self = true;
+            self.append(self.v, 1.0, 0)?;
+        }
+        let d = self.ids.len();
+        if self.extent_pages > 0 || d > self.o.fmt.max_packed_degree(self.ps) {
+            if d > 0 {
+                self.write_extent(d)?;
+            }
+        } else if d > 0 {
+            if !self.packed.fits(self.v, d) {
+                self.close_packed()?;
+            }
+            let (v, ids, ws, ls) = (self.v, &self.ids, &self.ws, &self.ls);
+            self.packed.add(self.w.page(), v, ids, ws, ls);
+            self.edges += d as u64;
+            self.ids.clear();
+            self.ws.clear();
+            self.ls.clear();
+        }
+        self.v = next;
+        self.has_self = false;
+        self.extent_pages = 0;
+        Ok(())
+    }
+}
+
+pub fn lay_out(vol: &Volume, first_page: u64, merged: &mut Merged, o: &LayoutOptions, total: u64, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Laid> {
+    let ps = vol.page_size();
+    let mut b = Builder {
+        w: PageWriter::new(vol, first_page),
+        o,
+        ps,
+        packed: PackedBuilder::new(o.fmt, ps, o.fill),
+        gtt: Gtt::default(),
+        edges: 0,
+        v: 0,
+        ids: Vec::new(),
+        ws: Vec::new(),
+        ls: Vec::new(),
+        has_self: false,
+        extent_pages: 0,
+    };
+    let mut seen = 0u64;
+    while let Some(Rec { src, dst, wbits, label }) = merged.next()? {
+        while b.v < src {
+            // Vertices without records get only their self-loop (if asked).
+            let next = if o.self_loops { b.v + 1 } else { src };
+            b.end_vertex(next)?;
+        }
+        b.push_edge(dst, f32::from_bits(wbits), label)?;
+        seen += 1;
+        if seen % (1 << 20) == 0 {
+            progress(seen, total);
+        }
+    }
+    let last = if o.self_loops { o.num_nodes } else { b.v + 1 };
+    while b.v < last {
+        let next = if o.self_loops { b.v + 1 } else { last };
+        b.end_vertex(next)?;
+    }
+    b.close_packed()?;
+    progress(total, total);
+    let edges = b.edges;
+    let next = b.w.finish()?;
+    Ok(Laid { gtt: b.gtt, edges, next_page: next, adj_pages: next - first_page })
+}
+
+/// Writes one tensor's rows (a byte stream) as tensor pages from
+/// `first_page`; `fill` supplies the next bytes into the given buffer and
+/// returns how many it wrote (0 at the end).
+pub fn write_tensor(vol: &Volume, first_page: u64, index: u32, epoch: u64, mut fill: impl FnMut(&mut [u8]) -> Result<usize>) -> Result<u64> {
+    let mut w = PageWriter::new(vol, first_page);
+    let ps = vol.page_size();
+    let mut k = 0u32;
+    loop {
+        let page = w.page();
+        let mut got = 0;
+        while got < ps - HEADER {
+            let n = fill(&mut page[HEADER + got..])?;
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        if got == 0 {
+            break;
+        }
+        page[HEADER + got..].fill(0);
+        let no = w.page_no();
+        seal(no, w.page(), &Header { kind: Kind::Tensor, epoch, key: index as u64, count: 0, aux: k });
+        w.done()?;
+        k += 1;
+        if got < ps - HEADER {
+            break;
+        }
+    }
+    w.finish()
+}

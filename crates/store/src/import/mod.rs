@@ -1,0 +1,424 @@
+//! External-memory import: edges from files larger than memory become a store.
+//!
+//! 1. Check every input's header (tensor shapes, .npy sizes) before writing.
+//! 2. Stream edges into one sorter per direction (undirected: both ways into
+//!    the out sorter), spilling sorted runs within the memory budget.
+//! 3. Start writing the tensors on a second thread (their region comes first,
+//!    its size known from the headers) while the main thread merges the runs
+//!    and lays out out-edge pages, then in-edge pages, then the GTTs.
+//! 4. Seal both superblocks, fsync, rename the build directory into place.
+//!
+//! All of it happens in `<out>.partial-<pid>`, removed on any failure, so a
+//! failed import leaves nothing behind. No timestamps or randomness: the same
+//! input gives the same bytes.
+
+pub mod layout;
+pub mod npy;
+pub mod sort;
+pub mod source;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use solidgraph_io::{BackendChoice, Volume, VolumeOptions};
+
+use self::layout::{LayoutOptions, PageWriter, lay_out, write_tensor};
+use self::sort::{Rec, Sorter};
+use self::source::EdgeInput;
+use crate::adjacency::EdgeFormat;
+use crate::error::{Result, StoreError, file_err};
+use crate::gtt::Gtt;
+use crate::store::member_path;
+use crate::superblock::{DirMeta, MAX_TENSOR_NAME, MAX_TENSORS, Superblock, TensorMeta};
+use crate::tensor::{self, DType};
+
+const EPOCH: u64 = 1;
+
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// Store each edge both ways.
+    pub undirected: bool,
+    /// Give every vertex an edge to itself (once).
+    pub self_loops: bool,
+    /// Drop repeated (src, dst) edges, keeping the first in sort order.
+    pub dedup: bool,
+    /// Keep edge weights (third text column / `weight` CSV column).
+    pub weights: bool,
+    /// Keep edge labels (fourth text column / `label` CSV column).
+    pub labels: bool,
+    /// Also store in-edges (directed graphs; undirected ones have them).
+    pub in_edges: bool,
+    pub page_size: usize,
+    /// Share of a packed page filled at import; the rest is room for updates.
+    pub fill_factor: f64,
+    /// Bytes for sort buffers; the import's peak memory stays near this.
+    pub memory_budget: u64,
+    /// Declared vertex count; ids must be below it.
+    pub num_nodes: Option<u64>,
+    pub members: usize,
+    pub stripe_pages: u64,
+    pub backend: BackendChoice,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions {
+            undirected: false,
+            self_loops: false,
+            dedup: false,
+            weights: false,
+            labels: false,
+            in_edges: false,
+            page_size: 4096,
+            fill_factor: 0.9,
+            memory_budget: 1 << 30,
+            num_nodes: None,
+            members: 1,
+            stripe_pages: 256,
+            backend: BackendChoice::Auto,
+        }
+    }
+}
+
+/// Node tensor contents.
+#[derive(Debug, Clone)]
+pub enum TensorData {
+    /// A (rows,) or (rows, dim) `.npy` array.
+    Npy(PathBuf),
+    Memory { dtype: DType, rows: u64, dim: u64, bytes: Vec<u8> },
+}
+
+#[derive(Debug, Clone)]
+pub struct TensorInput {
+    pub name: String,
+    pub data: TensorData,
+}
+
+#[derive(Debug, Clone)]
+pub struct ImportReport {
+    pub num_nodes: u64,
+    pub num_edges: u64,
+    pub input_edges: u64,
+    pub pages: u64,
+    pub bytes: u64,
+    pub runs: usize,
+    pub seconds: f64,
+}
+
+/// (phase, done, total) callbacks for progress bars.
+pub type Progress<'a> = &'a (dyn Fn(&str, u64, u64) + Sync);
+
+struct TensorPlan {
+    meta: TensorMeta,
+    data: TensorData,
+    /// Offset of the data in the .npy file.
+    offset: u64,
+}
+
+fn plan_tensor(t: &TensorInput) -> Result<TensorPlan> {
+    if t.name.is_empty() || t.name.len() > MAX_TENSOR_NAME {
+        return Err(StoreError::Invalid(format!("tensor name {:?} must be 1..={MAX_TENSOR_NAME} bytes", t.name)));
+    }
+    let (dtype, rows, dim, offset) = match &t.data {
+        TensorData::Npy(p) => {
+            let h = npy::read_header(p)?;
+            let dtype = DType::parse(&h.descr).ok_or_else(|| StoreError::BadInput {
+                path: p.clone(),
+                reason: format!("tensor dtype {} is not one of float32, float16, int64, int32, uint8, bool", h.descr),
+            })?;
+            let (rows, dim) = match h.shape.as_slice() {
+                [n] => (*n, 1),
+                [n, d] => (*n, *d),
+                s => return Err(StoreError::BadInput { path: p.clone(), reason: format!("tensor must be 1-D or 2-D, not shape {s:?}") }),
+            };
+            (dtype, rows, dim, h.data_offset)
+        }
+        TensorData::Memory { dtype, rows, dim, bytes } => {
+            if bytes.len() as u64 != rows * dim * dtype.size() as u64 {
+                return Err(StoreError::Invalid(format!("tensor {:?}: {} bytes for {rows} x {dim} {}", t.name, bytes.len(), dtype.name())));
+            }
+            (*dtype, *rows, *dim, 0)
+        }
+    };
+    if dim == 0 {
+        return Err(StoreError::Invalid(format!("tensor {:?} has rows of width 0", t.name)));
+    }
+    Ok(TensorPlan { meta: TensorMeta { name: t.name.clone(), dtype, dim, rows, start_page: 0, pages: 0 }, data: t.data.clone(), offset })
+}
+
+/// Removes the partial build unless disarmed.
+struct Cleanup(Option<PathBuf>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_dir_all(p);
+        }
+    }
+}
+
+fn check_options(o: &ImportOptions) -> Result<()> {
+    let ps = o.page_size;
+    if !(4096..=65536).contains(&ps) || !ps.is_power_of_two() {
+        return Err(StoreError::Invalid(format!("page size {ps} must be a power of two from 4096 to 65536")));
+    }
+    if !(o.fill_factor > 0.1 && o.fill_factor <= 1.0) {
+        return Err(StoreError::Invalid(format!("fill factor {} must be in (0.1, 1]", o.fill_factor)));
+    }
+    if o.members == 0 || o.members > 256 {
+        return Err(StoreError::Invalid(format!("members {} must be in 1..=256", o.members)));
+    }
+    // The second superblock copy sits in page 1 of member 0.
+    if o.stripe_pages < 2 {
+        return Err(StoreError::Invalid("stripe unit must be at least 2 pages".into()));
+    }
+    if o.memory_budget < 16 << 20 {
+        return Err(StoreError::Invalid(format!("memory budget {} is below the 16 MiB minimum", o.memory_budget)));
+    }
+    Ok(())
+}
+
+pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &ImportOptions, progress: Progress) -> Result<ImportReport> {
+    let t0 = std::time::Instant::now();
+    check_options(o)?;
+    if out.exists() {
+        return Err(StoreError::Exists { path: out.to_path_buf() });
+    }
+    if edges.is_empty() {
+        return Err(StoreError::Invalid("no edge input given".into()));
+    }
+    if tensors.len() > MAX_TENSORS {
+        return Err(StoreError::Invalid(format!("at most {MAX_TENSORS} tensors per store")));
+    }
+    let mut plans = tensors.iter().map(plan_tensor).collect::<Result<Vec<_>>>()?;
+    for (i, p) in plans.iter().enumerate() {
+        if plans[..i].iter().any(|q| q.meta.name == p.meta.name) {
+            return Err(StoreError::Invalid(format!("tensor {:?} given twice", p.meta.name)));
+        }
+    }
+    let mut readers = edges.iter().map(|e| source::open(e, o.weights, o.labels)).collect::<Result<Vec<_>>>()?;
+
+    let tmp = out.with_file_name(format!("{}.partial-{}", out.file_name().map_or("store".into(), |n| n.to_string_lossy()), std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(file_err(&tmp))?;
+    let mut cleanup = Cleanup(Some(tmp.clone()));
+
+    // Phase 2: read and sort.
+    let directed_in = !o.undirected && o.in_edges;
+    let sort_budget = (o.memory_budget as usize) / 2;
+    let per_sorter = if directed_in { sort_budget / 2 } else { sort_budget };
+    let mut out_sort = Sorter::new(per_sorter, &tmp, "out");
+    let mut in_sort = directed_in.then(|| Sorter::new(per_sorter, &tmp, "in"));
+    let mut max_id: Option<u64> = None;
+    let mut input_edges = 0u64;
+    for r in readers.iter_mut() {
+        let mut n = 0u64;
+        while let Some(e) = r.next_edge()? {
+            if let Some(nn) = o.num_nodes {
+                let bad = if e.src >= nn { e.src } else { e.dst };
+                if e.src >= nn || e.dst >= nn {
+                    return Err(r.error(format!("vertex id {bad} is not below the declared node count {nn}")));
+                }
+            }
+            if o.weights && !e.weight.is_finite() {
+                return Err(r.error(format!("weight {} is not finite", e.weight)));
+            }
+            max_id = Some(max_id.unwrap_or(0).max(e.src).max(e.dst));
+            let rec = Rec { src: e.src, dst: e.dst, wbits: if o.weights { e.weight.to_bits() } else { 0 }, label: if o.labels { e.label } else { 0 } };
+            out_sort.push(rec)?;
+            if o.undirected && e.src != e.dst {
+                out_sort.push(Rec { src: e.dst, dst: e.src, ..rec })?;
+            }
+            if let Some(s) = in_sort.as_mut() {
+                s.push(Rec { src: e.dst, dst: e.src, ..rec })?;
+            }
+            n += 1;
+            if n % (1 << 20) == 0 {
+                let (d, t) = r.progress();
+                progress("reading", d, t);
+            }
+        }
+        input_edges += n;
+    }
+    if input_edges == 0 {
+        let names: Vec<String> = edges
+            .iter()
+            .map(|e| match e {
+                EdgeInput::File(p) | EdgeInput::NpyPair(p, _) => p.display().to_string(),
+                EdgeInput::Memory { .. } => "arrays".into(),
+            })
+            .collect();
+        return Err(StoreError::Invalid(format!("empty input: no edges in {}", names.join(", "))));
+    }
+    let num_nodes = match o.num_nodes {
+        Some(n) => n,
+        None => {
+            let from_edges = max_id.map_or(0, |m| m + 1);
+            plans.iter().map(|p| p.meta.rows).fold(from_edges, u64::max)
+        }
+    };
+    for p in &plans {
+        if p.meta.rows != num_nodes {
+            return Err(StoreError::Invalid(format!("tensor {:?} has {} rows but the graph has {num_nodes} vertices", p.meta.name, p.meta.rows)));
+        }
+    }
+    let fmt = EdgeFormat { id_bytes: if num_nodes <= 1 << 32 { 4 } else { 8 }, weights: o.weights, labels: o.labels };
+    // A superblock must fit in a page.
+    if Superblock::body_bytes(plans.len()) > o.page_size {
+        return Err(StoreError::Invalid("too many tensors for one superblock page".into()));
+    }
+
+    // Phase 3: volume, tensors in the background, adjacency here.
+    let ps = o.page_size;
+    let paths: Vec<PathBuf> = (0..o.members).map(|i| member_path(&tmp, i)).collect();
+    let vol = Volume::create(
+        &paths,
+        2,
+        VolumeOptions { page_size: ps, stripe_pages: o.stripe_pages, backend: o.backend.clone(), writable: true, max_io_bytes: 1 << 20, ..Default::default() },
+    )?;
+    let mut next_page = 2u64;
+    for p in plans.iter_mut() {
+        p.meta.start_page = next_page;
+        p.meta.pages = tensor::pages_for(p.meta.rows, p.meta.row_bytes(), ps);
+        next_page += p.meta.pages;
+    }
+    let runs = out_sort.runs() + in_sort.as_ref().map_or(0, |s| s.runs());
+    let merge_budget = sort_budget;
+    let lo = LayoutOptions { fmt, fill: o.fill_factor, dedup: o.dedup, self_loops: o.self_loops, num_nodes, epoch: EPOCH };
+    let (out_meta, in_meta, total_pages, num_edges) = std::thread::scope(|scope| -> Result<_> {
+        let writer = scope.spawn(|| -> Result<()> {
+            for (i, p) in plans.iter().enumerate() {
+                write_one_tensor(&vol, i as u32, p, progress)?;
+            }
+            Ok(())
+        });
+        let laid = (|| -> Result<_> {
+            let out_total = out_sort.count;
+            let mut merged = out_sort.finish(merge_budget)?;
+            let out_laid = lay_out(&vol, next_page, &mut merged, &lo, out_total, &|d, t| progress("out-edges", d, t))?;
+            drop(merged);
+            let (out_meta, mut next) = write_gtt(&vol, &out_laid.gtt, out_laid.next_page, next_page)?;
+            let mut in_meta = None;
+            if let Some(s) = in_sort {
+                let total = s.count;
+                let mut merged = s.finish(merge_budget)?;
+                let start = next;
+                let laid = lay_out(&vol, start, &mut merged, &LayoutOptions { self_loops: o.self_loops, ..lo }, total, &|d, t| progress("in-edges", d, t))?;
+                let (m, n) = write_gtt(&vol, &laid.gtt, laid.next_page, start)?;
+                in_meta = Some(m);
+                next = n;
+            }
+            Ok((out_meta, in_meta, next, out_laid.edges))
+        })();
+        let wrote = writer.join().map_err(|_| StoreError::Invalid("tensor writer thread panicked".into()))?;
+        let laid = laid?;
+        wrote?;
+        Ok(laid)
+    })?;
+
+    // Phase 4: superblocks, sync, rename.
+    let sb = Superblock {
+        epoch: EPOCH,
+        page_size: ps as u32,
+        stripe_pages: o.stripe_pages,
+        members: o.members as u32,
+        directed: !o.undirected,
+        fmt,
+        num_nodes,
+        num_edges,
+        total_pages,
+        checkpoint_lsn: 0,
+        out: out_meta,
+        inn: if o.undirected { None } else { in_meta },
+        tensors: plans.iter().map(|p| p.meta.clone()).collect(),
+    };
+    vol.sync(true)?;
+    let mut w = PageWriter::new(&vol, 0);
+    for which in 0..2 {
+        sb.encode(which, w.page());
+        w.done()?;
+    }
+    w.finish()?;
+    vol.sync(true)?;
+    drop(vol);
+    // Trim the growth slack so identical inputs give identical files.
+    trim_members(&paths, total_pages, o)?;
+    std::fs::rename(&tmp, out).map_err(file_err(out))?;
+    cleanup.0 = None;
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if let Ok(d) = std::fs::File::open(parent) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(ImportReport {
+        num_nodes,
+        num_edges,
+        input_edges,
+        pages: total_pages,
+        bytes: total_pages * ps as u64,
+        runs,
+        seconds: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// Cuts each member to the whole stripe rows that hold `total_pages`.
+fn trim_members(paths: &[PathBuf], total_pages: u64, o: &ImportOptions) -> Result<()> {
+    let row_pages = o.stripe_pages * o.members as u64;
+    let rows = total_pages.div_ceil(row_pages);
+    let len = rows * o.stripe_pages * o.page_size as u64;
+    for p in paths {
+        let f = std::fs::OpenOptions::new().write(true).open(p).map_err(file_err(p))?;
+        f.set_len(len).map_err(file_err(p))?;
+        f.sync_all().map_err(file_err(p))?;
+    }
+    Ok(())
+}
+
+fn write_gtt(vol: &Volume, gtt: &Gtt, at: u64, adj_start: u64) -> Result<(DirMeta, u64)> {
+    let ps = vol.page_size();
+    let n = gtt.pages_needed(ps);
+    let mut w = PageWriter::new(vol, at);
+    let mut buf = vec![0u8; n as usize * ps];
+    gtt.encode(ps, at, EPOCH, &mut buf);
+    for chunk in buf.chunks(ps) {
+        w.page().copy_from_slice(chunk);
+        w.done()?;
+    }
+    let next = w.finish()?;
+    Ok((DirMeta { gtt_start: at, gtt_pages: n, gtt_entries: gtt.len() as u64, adj_start, adj_pages: at - adj_start }, next))
+}
+
+fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, progress: Progress) -> Result<()> {
+    let total = p.meta.rows * p.meta.row_bytes();
+    let mut done = 0u64;
+    let name = format!("tensor {}", p.meta.name);
+    match &p.data {
+        TensorData::Memory { bytes, .. } => {
+            write_tensor(vol, p.meta.start_page, index, EPOCH, |buf| {
+                let n = buf.len().min(bytes.len() - done as usize);
+                buf[..n].copy_from_slice(&bytes[done as usize..done as usize + n]);
+                done += n as u64;
+                Ok(n)
+            })?;
+        }
+        TensorData::Npy(path) => {
+            use std::io::{Seek, SeekFrom};
+            let mut f = std::fs::File::open(path).map_err(file_err(path))?;
+            f.seek(SeekFrom::Start(p.offset)).map_err(file_err(path))?;
+            let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+            write_tensor(vol, p.meta.start_page, index, EPOCH, |buf| {
+                let want = buf.len().min((total - done) as usize);
+                let n = r.read(&mut buf[..want]).map_err(file_err(path))?;
+                if n == 0 && want > 0 {
+                    return Err(StoreError::BadInput { path: path.clone(), reason: "file ended before its tensor data".into() });
+                }
+                done += n as u64;
+                if done % (64 << 20) < n as u64 {
+                    progress(&name, done, total);
+                }
+                Ok(n)
+            })?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,281 @@
+//! Edge inputs: SNAP-style text, CSV with a header, NumPy `.npy`, and
+//! arrays already in memory (Python, generators). Each yields one edge at a
+//! time and can say where it is (file and line, or element index) for errors.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use super::npy::{IntStream, NpyHeader, read_header};
+use crate::error::{Result, StoreError, file_err};
+
+/// Where edges come from.
+#[derive(Debug, Clone)]
+pub enum EdgeInput {
+    /// By extension: `.npy` (a (2, E) or (E, 2) integer array), `.csv` (a
+    /// header naming src/dst[/weight][/label] columns), anything else SNAP
+    /// text: `src dst [weight [label]]`, `#`/`%` comments, whitespace or
+    /// commas between fields.
+    File(PathBuf),
+    /// Two 1-D integer `.npy` arrays of equal length: sources, destinations.
+    NpyPair(PathBuf, PathBuf),
+    Memory { src: Vec<u64>, dst: Vec<u64>, weights: Option<Vec<f32>>, labels: Option<Vec<u32>> },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RawEdge {
+    pub src: u64,
+    pub dst: u64,
+    pub weight: f32,
+    pub label: u32,
+}
+
+pub trait EdgeReader {
+    fn next_edge(&mut self) -> Result<Option<RawEdge>>;
+    /// Location of the edge last returned, for error messages.
+    fn error(&self, reason: String) -> StoreError;
+    /// Input bytes (or elements) consumed so far and in all, for progress.
+    fn progress(&self) -> (u64, u64);
+}
+
+pub fn open(input: &EdgeInput, want_weights: bool, want_labels: bool) -> Result<Box<dyn EdgeReader + Send>> {
+    Ok(match input {
+        EdgeInput::File(p) if p.extension().is_some_and(|e| e == "npy") => Box::new(NpyEdges::single(p)?),
+        EdgeInput::File(p) => Box::new(TextEdges::open(p, want_weights, want_labels)?),
+        EdgeInput::NpyPair(a, b) => Box::new(NpyEdges::pair(a, b)?),
+        EdgeInput::Memory { src, dst, weights, labels } => {
+            let bad = |what: &str, n: usize| StoreError::Invalid(format!("{what} has {n} entries but src has {}", src.len()));
+            if dst.len() != src.len() {
+                return Err(bad("dst", dst.len()));
+            }
+            if let Some(w) = weights
+                && w.len() != src.len()
+            {
+                return Err(bad("weights", w.len()));
+            }
+            if let Some(l) = labels
+                && l.len() != src.len()
+            {
+                return Err(bad("labels", l.len()));
+            }
+            if want_weights && weights.is_none() {
+                return Err(StoreError::Invalid("weights requested but none given".into()));
+            }
+            Box::new(MemEdges { input: input.clone(), i: 0 })
+        }
+    })
+}
+
+struct MemEdges {
+    input: EdgeInput,
+    i: usize,
+}
+
+impl EdgeReader for MemEdges {
+    fn next_edge(&mut self) -> Result<Option<RawEdge>> {
+        let EdgeInput::Memory { src, dst, weights, labels } = &self.input else { unreachable!("MemEdges holds Memory") };
+        let i = self.i;
+        if i >= src.len() {
+            return Ok(None);
+        }
+        self.i += 1;
+        Ok(Some(RawEdge {
+            src: src[i],
+            dst: dst[i],
+            weight: weights.as_ref().map_or(1.0, |w| w[i]),
+            label: labels.as_ref().map_or(0, |l| l[i]),
+        }))
+    }
+    fn error(&self, reason: String) -> StoreError {
+        StoreError::Invalid(format!("edge {}: {reason}", self.i.saturating_sub(1)))
+    }
+    fn progress(&self) -> (u64, u64) {
+        let EdgeInput::Memory { src, .. } = &self.input else { unreachable!("MemEdges holds Memory") };
+        (self.i as u64, src.len() as u64)
+    }
+}
+
+struct NpyEdges {
+    path: PathBuf,
+    a: IntStream,
+    b: IntStream,
+    /// (E, 2) layout: both ids come from stream `a`.
+    interleaved: bool,
+    total: u64,
+    done: u64,
+}
+
+impl NpyEdges {
+    fn single(p: &Path) -> Result<NpyEdges> {
+        let h = read_header(p)?;
+        let bad = |r: String| StoreError::BadInput { path: p.to_path_buf(), reason: r };
+        match h.shape.as_slice() {
+            [2, e] => Ok(NpyEdges { path: p.into(), a: IntStream::new(&h, 0, *e)?, b: IntStream::new(&h, *e, *e)?, interleaved: false, total: *e, done: 0 }),
+            [e, 2] => Ok(NpyEdges { path: p.into(), a: IntStream::new(&h, 0, 2 * e)?, b: IntStream::new(&h, 0, 0)?, interleaved: true, total: *e, done: 0 }),
+            s => Err(bad(format!("edge array must have shape (2, E) or (E, 2), not {s:?}"))),
+        }
+    }
+
+    fn pair(a: &Path, b: &Path) -> Result<NpyEdges> {
+        let (ha, hb): (NpyHeader, NpyHeader) = (read_header(a)?, read_header(b)?);
+        if ha.shape.len() != 1 || hb.shape != ha.shape {
+            return Err(StoreError::BadInput {
+                path: b.to_path_buf(),
+                reason: format!("source and destination arrays must be 1-D of equal length ({:?} vs {:?})", ha.shape, hb.shape),
+            });
+        }
+        let e = ha.shape[0];
+        Ok(NpyEdges { path: a.into(), a: IntStream::new(&ha, 0, e)?, b: IntStream::new(&hb, 0, e)?, interleaved: false, total: e, done: 0 })
+    }
+}
+
+impl EdgeReader for NpyEdges {
+    fn next_edge(&mut self) -> Result<Option<RawEdge>> {
+        let Some(src) = self.a.next_id()? else { return Ok(None) };
+        let dst = if self.interleaved { self.a.next_id()? } else { self.b.next_id()? };
+        let dst = dst.ok_or_else(|| StoreError::BadInput { path: self.path.clone(), reason: "odd number of ids".into() })?;
+        self.done += 1;
+        Ok(Some(RawEdge { src, dst, weight: 1.0, label: 0 }))
+    }
+    fn error(&self, reason: String) -> StoreError {
+        StoreError::BadInput { path: self.path.clone(), reason: format!("edge {}: {reason}", self.done.saturating_sub(1)) }
+    }
+    fn progress(&self) -> (u64, u64) {
+        (self.done, self.total)
+    }
+}
+
+/// Column positions of a CSV header, or the SNAP text layout.
+#[derive(Debug, Clone, Copy)]
+struct Columns {
+    src: usize,
+    dst: usize,
+    weight: Option<usize>,
+    label: Option<usize>,
+}
+
+struct TextEdges {
+    path: PathBuf,
+    r: std::io::BufReader<std::fs::File>,
+    line: String,
+    lineno: u64,
+    cols: Columns,
+    csv: bool,
+    want_weights: bool,
+    want_labels: bool,
+    total: u64,
+    done: u64,
+}
+
+impl TextEdges {
+    fn open(p: &Path, want_weights: bool, want_labels: bool) -> Result<TextEdges> {
+        let f = std::fs::File::open(p).map_err(file_err(p))?;
+        let total = f.metadata().map_err(file_err(p))?.len();
+        let csv = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+        let mut t = TextEdges {
+            path: p.into(),
+            r: std::io::BufReader::with_capacity(1 << 20, f),
+            line: String::new(),
+            lineno: 0,
+            cols: Columns { src: 0, dst: 1, weight: Some(2), label: Some(3) },
+            csv,
+            want_weights,
+            want_labels,
+            total,
+            done: 0,
+        };
+        if csv {
+            t.read_csv_header()?;
+        }
+        Ok(t)
+    }
+
+    fn read_csv_header(&mut self) -> Result<()> {
+        if !self.read_line()? {
+            return Err(StoreError::BadInput { path: self.path.clone(), reason: "empty CSV file (expected a header)".into() });
+        }
+        let names: Vec<String> = self.line.trim().split(',').map(|s| s.trim().trim_matches('"').to_ascii_lowercase()).collect();
+        let find = |cands: &[&str]| names.iter().position(|n| cands.contains(&n.as_str()));
+        let src = find(&["src", "source", "from", "u", ":start_id"]);
+        let dst = find(&["dst", "target", "to", "v", "destination", ":end_id"]);
+        let (src, dst) = match (src, dst) {
+            (Some(s), Some(d)) => (s, d),
+            _ if names.len() >= 2 && names.iter().all(|n| n.parse::<f64>().is_err()) => (0, 1),
+            _ => return Err(self.err("CSV header must name the source and destination columns (e.g. src,dst[,weight])".into())),
+        };
+        self.cols = Columns { src, dst, weight: find(&["weight", "w", "cost"]), label: find(&["label", "type", "predicate"]) };
+        if self.want_weights && self.cols.weight.is_none() {
+            return Err(self.err("weights requested but the header has no weight column".into()));
+        }
+        if self.want_labels && self.cols.label.is_none() {
+            return Err(self.err("labels requested but the header has no label column".into()));
+        }
+        Ok(())
+    }
+
+    fn read_line(&mut self) -> Result<bool> {
+        self.line.clear();
+        let n = self.r.read_line(&mut self.line).map_err(file_err(&self.path))?;
+        self.lineno += 1;
+        self.done += n as u64;
+        Ok(n > 0)
+    }
+
+    fn err(&self, reason: String) -> StoreError {
+        StoreError::Parse { path: self.path.clone(), line: self.lineno, reason }
+    }
+}
+
+fn parse_id(tok: &str) -> std::result::Result<u64, String> {
+    if tok.starts_with('-') {
+        return Err(format!("negative vertex id {tok}"));
+    }
+    tok.parse::<u64>().map_err(|_| format!("{tok:?} is not an integer vertex id"))
+}
+
+impl EdgeReader for TextEdges {
+    fn next_edge(&mut self) -> Result<Option<RawEdge>> {
+        loop {
+            if !self.read_line()? {
+                return Ok(None);
+            }
+            let l = self.line.trim();
+            if l.is_empty() || l.starts_with('#') || l.starts_with('%') {
+                continue;
+            }
+            let mut fields = [""; 8];
+            let mut n = 0;
+            let sep = |c: char| if self.csv { c == ',' } else { c == ',' || c.is_ascii_whitespace() };
+            for f in l.split(sep).map(str::trim).filter(|s| !s.is_empty() || self.csv) {
+                if n < fields.len() {
+                    fields[n] = f;
+                }
+                n += 1;
+            }
+            let c = self.cols;
+            let need = 1 + c.src.max(c.dst);
+            if n < need {
+                return Err(self.err(format!("expected at least {need} fields, found {n}")));
+            }
+            let get = |i: Option<usize>| i.filter(|&i| i < n.min(fields.len())).map(|i| fields[i]);
+            let src = parse_id(fields[c.src]).map_err(|r| self.err(r))?;
+            let dst = parse_id(fields[c.dst]).map_err(|r| self.err(r))?;
+            let weight = match get(c.weight) {
+                Some(w) if self.want_weights => w.parse::<f32>().map_err(|_| self.err(format!("{w:?} is not a number (weight)")))?,
+                None if self.want_weights => return Err(self.err("weights requested but this line has no weight".into())),
+                _ => 1.0,
+            };
+            let label = match get(c.label) {
+                Some(x) if self.want_labels => x.parse::<u32>().map_err(|_| self.err(format!("{x:?} is not a u32 label")))?,
+                None if self.want_labels => return Err(self.err("labels requested but this line has no label".into())),
+                _ => 0,
+            };
+            return Ok(Some(RawEdge { src, dst, weight, label }));
+        }
+    }
+    fn error(&self, reason: String) -> StoreError {
+        self.err(reason)
+    }
+    fn progress(&self) -> (u64, u64) {
+        (self.done, self.total)
+    }
+}

@@ -1,0 +1,436 @@
+//! An open store: superblock, in-memory translation tables, page cache, and
+//! the batched reads (neighbors, degree, edge weights, tensor rows).
+//!
+//! Every read plans the pages of its whole batch first, fetches them through
+//! the cache in one call (misses become one volume batch), then decodes.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use solidgraph_io::{BackendChoice, MemberStats, Volume, VolumeOptions};
+
+use crate::adjacency::{EdgeFormat, find_in_packed};
+use crate::cache::{CacheStats, PageCache, PageRef};
+use crate::error::{Result, StoreError, file_err};
+use crate::gtt::{Gtt, Loc};
+use crate::page::{self, HEADER, Kind};
+use crate::superblock::{DirMeta, Superblock, TensorMeta};
+use crate::tensor;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Out,
+    In,
+}
+
+impl std::str::FromStr for Direction {
+    type Err = StoreError;
+    fn from_str(s: &str) -> Result<Direction> {
+        match s {
+            "out" => Ok(Direction::Out),
+            "in" => Ok(Direction::In),
+            _ => Err(StoreError::Invalid(format!("direction must be \"out\" or \"in\", not {s:?}"))),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct OpenOptions {
+    /// Page cache budget in bytes (0: no cache).
+    pub cache_bytes: u64,
+    pub backend: BackendChoice,
+    pub inflight_per_member: usize,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions { cache_bytes: 256 << 20, backend: BackendChoice::Auto, inflight_per_member: 64 }
+    }
+}
+
+/// Neighbor lists of a batch in CSR form: the lists of `ids[i]` are
+/// `indices[indptr[i]..indptr[i + 1]]`, sorted by neighbor id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Csr {
+    pub indptr: Vec<u64>,
+    pub indices: Vec<u64>,
+    pub weights: Option<Vec<f32>>,
+    pub labels: Option<Vec<u32>>,
+}
+
+/// Rows gathered from a tensor, in request order, row-major.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rows {
+    pub dtype: tensor::DType,
+    pub dim: u64,
+    pub data: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct StoreStats {
+    pub cache: CacheStats,
+    pub members: Vec<MemberStats>,
+}
+
+impl StoreStats {
+    pub fn pages_read(&self) -> u64 {
+        self.cache.misses
+    }
+    pub fn ios(&self) -> u64 {
+        self.members.iter().map(|m| m.ios).sum()
+    }
+    pub fn bytes_read(&self) -> u64 {
+        self.members.iter().map(|m| m.bytes_read).sum()
+    }
+}
+
+pub struct Store {
+    path: PathBuf,
+    vol: Volume,
+    sb: Superblock,
+    out: Gtt,
+    inn: Option<Gtt>,
+    cache: PageCache,
+}
+
+pub fn member_path(dir: &Path, i: usize) -> PathBuf {
+    dir.join(format!("sg.{i}"))
+}
+
+/// Reads both superblock copies from member 0 with plain reads (the page
+/// size is not known yet) and returns the valid one with the higher epoch.
+fn bootstrap(dir: &Path) -> Result<Superblock> {
+    let p0 = member_path(dir, 0);
+    let mut f = std::fs::File::open(&p0).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            StoreError::NotAStore { path: dir.to_path_buf(), reason: format!("{} is missing", p0.display()) }
+        } else {
+            StoreError::File { path: p0.clone(), source: e }
+        }
+    })?;
+    let mut head = Vec::new();
+    f.by_ref().take(2 * 65536).read_to_end(&mut head).map_err(file_err(&p0))?;
+    let mut best: Option<Superblock> = None;
+    let mut first_err = None;
+    let mut ps = 4096;
+    while ps <= 65536 {
+        for which in 0..2u64 {
+            let at = which as usize * ps;
+            if head.len() < at + ps {
+                continue;
+            }
+            match Superblock::decode(which, &head[at..at + ps], dir) {
+                Ok(sb) if sb.page_size as usize == ps => {
+                    if best.as_ref().is_none_or(|b| sb.epoch > b.epoch) {
+                        best = Some(sb);
+                    }
+                }
+                Ok(_) => {}
+                Err(e @ StoreError::NewerFormat { .. }) => return Err(e),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        ps *= 2;
+    }
+    best.ok_or_else(|| match first_err {
+        Some(StoreError::Corrupt { reason, .. }) => {
+            StoreError::NotAStore { path: dir.to_path_buf(), reason: format!("no valid superblock ({reason})") }
+        }
+        Some(e) => e,
+        None => StoreError::NotAStore { path: dir.to_path_buf(), reason: "file too short for a superblock".into() },
+    })
+}
+
+impl Store {
+    pub fn open(path: &Path, opts: &OpenOptions) -> Result<Store> {
+        let sb = bootstrap(path)?;
+        let paths: Vec<PathBuf> = (0..sb.members as usize).map(|i| member_path(path, i)).collect();
+        let vol = Volume::open(
+            &paths,
+            VolumeOptions {
+                page_size: sb.page_size as usize,
+                stripe_pages: sb.stripe_pages,
+                backend: opts.backend.clone(),
+                inflight_per_member: opts.inflight_per_member,
+                writable: false,
+                ..Default::default()
+            },
+        )?;
+        if vol.num_pages() < sb.total_pages {
+            return Err(StoreError::Corrupt {
+                page: vol.num_pages(),
+                reason: format!("store is truncated: {} pages on disk, superblock says {}", vol.num_pages(), sb.total_pages),
+            });
+        }
+        let mut s = Store { path: path.to_path_buf(), vol, out: Gtt::default(), inn: None, cache: PageCache::new(opts.cache_bytes as usize), sb };
+        s.out = s.load_gtt(&s.sb.out)?;
+        if let Some(d) = s.sb.inn {
+            s.inn = Some(s.load_gtt(&d)?);
+        }
+        Ok(s)
+    }
+
+    fn load_gtt(&self, d: &DirMeta) -> Result<Gtt> {
+        let mut g = Gtt::default();
+        let pages: Vec<u64> = (d.gtt_start..d.gtt_start + d.gtt_pages).collect();
+        for chunk in pages.chunks(1024) {
+            let got = self.vol.read(chunk)?;
+            for (i, &p) in chunk.iter().enumerate() {
+                let h = page::open_kind(p, got.page(i), Kind::Gtt)?;
+                g.decode_page(p, got.page(i), &h)?;
+            }
+        }
+        if g.len() as u64 != d.gtt_entries {
+            return Err(StoreError::Corrupt { page: d.gtt_start, reason: format!("GTT has {} entries, superblock says {}", g.len(), d.gtt_entries) });
+        }
+        Ok(g)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    pub fn superblock(&self) -> &Superblock {
+        &self.sb
+    }
+    pub fn num_nodes(&self) -> u64 {
+        self.sb.num_nodes
+    }
+    pub fn num_edges(&self) -> u64 {
+        self.sb.num_edges
+    }
+    pub fn directed(&self) -> bool {
+        self.sb.directed
+    }
+    pub fn has_weights(&self) -> bool {
+        self.sb.fmt.weights
+    }
+    pub fn has_labels(&self) -> bool {
+        self.sb.fmt.labels
+    }
+    pub fn page_size(&self) -> usize {
+        self.sb.page_size as usize
+    }
+    pub fn tensors(&self) -> &[TensorMeta] {
+        &self.sb.tensors
+    }
+    pub fn volume(&self) -> &Volume {
+        &self.vol
+    }
+    /// Bytes of the store on disk.
+    pub fn size_bytes(&self) -> u64 {
+        self.sb.total_pages * self.sb.page_size as u64
+    }
+
+    pub fn gtt(&self, dir: Direction) -> Result<&Gtt> {
+        match dir {
+            Direction::Out => Ok(&self.out),
+            // An undirected store keeps each edge both ways in one table.
+            Direction::In if !self.sb.directed => Ok(&self.out),
+            Direction::In => self.inn.as_ref().ok_or(StoreError::NoDirection("in")),
+        }
+    }
+
+    pub fn stats(&self) -> StoreStats {
+        StoreStats { cache: self.cache.stats(), members: self.vol.stats() }
+    }
+
+    pub fn reset_stats(&self) {
+        self.cache.reset_stats();
+        self.vol.reset_stats();
+    }
+
+    /// Empties the page cache (for cold measurements).
+    pub fn clear_cache(&self) {
+        self.cache.clear();
+    }
+
+    /// Fetches pages through the cache; misses are read in one batch and
+    /// their checksums verified.
+    pub fn fetch(&self, pages: &[u64]) -> Result<Vec<PageRef>> {
+        self.cache.get_many(pages, |missing| {
+            let got = self.vol.read(missing)?;
+            let mut out = Vec::with_capacity(missing.len());
+            for (i, &p) in missing.iter().enumerate() {
+                page::open(p, got.page(i))?;
+                out.push(Arc::from(got.page(i)));
+            }
+            Ok(out)
+        })
+    }
+
+    fn check_ids(&self, ids: &[u64]) -> Result<()> {
+        let n = self.sb.num_nodes;
+        match ids.iter().find(|&&v| v >= n) {
+            Some(&v) => Err(StoreError::VertexOutOfRange { vertex: v, num_nodes: n }),
+            None => Ok(()),
+        }
+    }
+
+    /// The pages each id's list needs, in one list, plus where each id's
+    /// pages start in it.
+    fn plan(&self, gtt: &Gtt, ids: &[u64]) -> (Vec<Loc>, Vec<u64>) {
+        let mut locs = Vec::with_capacity(ids.len());
+        let mut pages = Vec::with_capacity(ids.len());
+        for &v in ids {
+            let loc = gtt.locate(v);
+            match loc {
+                Loc::Nowhere => {}
+                Loc::Packed(p) => pages.push(p),
+                Loc::Extent { first, len } => pages.extend((first..first + len).map(|i| gtt.page(i))),
+            }
+            locs.push(loc);
+        }
+        (locs, pages)
+    }
+
+    /// Calls `f(i, block, degree)` for every block of id i's list, in order.
+    /// `pages` come from `plan`, fetched in the same order.
+    fn walk_lists(&self, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], mut f: impl FnMut(usize, &[u8], usize)) -> Result<()> {
+        let fmt = self.sb.fmt;
+        let eb = fmt.edge_bytes();
+        let mut k = 0;
+        for (i, (&v, loc)) in ids.iter().zip(locs).enumerate() {
+            match *loc {
+                Loc::Nowhere => {}
+                Loc::Packed(_) => {
+                    let (pg, pno) = (&fetched[k], pages[k]);
+                    k += 1;
+                    let h = page::open_kind_trusted(pno, pg, Kind::Packed)?;
+                    if let Some((s, e)) = find_in_packed(pg, &h, v) {
+                        let dir_start = pg.len() - h.count as usize * crate::adjacency::DIR_ENTRY;
+                        if s < HEADER || s > e || e > dir_start || (e - s) % eb != 0 {
+                            return Err(StoreError::Corrupt { page: pno, reason: format!("bad directory entry for vertex {v}") });
+                        }
+                        f(i, &pg[s..e], (e - s) / eb);
+                    }
+                }
+                Loc::Extent { len, .. } => {
+                    let per = fmt.per_extent_page(self.page_size());
+                    for j in 0..len {
+                        let (pg, pno) = (&fetched[k], pages[k]);
+                        k += 1;
+                        let h = page::open_kind_trusted(pno, pg, Kind::Extent)?;
+                        let d = h.count as usize;
+                        if h.key != v || h.aux as usize != j || d > per || (j + 1 < len && d != per) {
+                            return Err(StoreError::Corrupt { page: pno, reason: format!("extent page {j} of vertex {v} is inconsistent") });
+                        }
+                        f(i, &pg[HEADER..HEADER + d * eb], d);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn neighbors(&self, ids: &[u64], dir: Direction, weights: bool, labels: bool) -> Result<Csr> {
+        self.check_ids(ids)?;
+        if weights && !self.sb.fmt.weights {
+            return Err(StoreError::Invalid("this store has no edge weights (import with weights)".into()));
+        }
+        if labels && !self.sb.fmt.labels {
+            return Err(StoreError::Invalid("this store has no edge labels".into()));
+        }
+        let gtt = self.gtt(dir)?;
+        let (locs, pages) = self.plan(gtt, ids);
+        let fetched = self.fetch(&pages)?;
+        let fmt: EdgeFormat = self.sb.fmt;
+        let mut csr = Csr {
+            indptr: vec![0; ids.len() + 1],
+            indices: Vec::new(),
+            weights: weights.then(Vec::new),
+            labels: labels.then(Vec::new),
+        };
+        self.walk_lists(ids, &locs, &pages, &fetched, |i, block, d| {
+            csr.indptr[i + 1] += d as u64;
+            fmt.get_block(block, d, &mut csr.indices, csr.weights.as_mut(), csr.labels.as_mut());
+        })?;
+        for i in 0..ids.len() {
+            csr.indptr[i + 1] += csr.indptr[i];
+        }
+        Ok(csr)
+    }
+
+    pub fn degree(&self, ids: &[u64], dir: Direction) -> Result<Vec<u64>> {
+        self.check_ids(ids)?;
+        let gtt = self.gtt(dir)?;
+        let (locs, pages) = self.plan(gtt, ids);
+        let fetched = self.fetch(&pages)?;
+        let mut deg = vec![0u64; ids.len()];
+        self.walk_lists(ids, &locs, &pages, &fetched, |i, _, d| deg[i] += d as u64)?;
+        Ok(deg)
+    }
+
+    /// Weight of edge src[i] -> dst[i], NaN where there is no such edge.
+    pub fn edge_weights(&self, src: &[u64], dst: &[u64]) -> Result<Vec<f32>> {
+        if src.len() != dst.len() {
+            return Err(StoreError::Invalid(format!("{} sources but {} destinations", src.len(), dst.len())));
+        }
+        if !self.sb.fmt.weights {
+            return Err(StoreError::Invalid("this store has no edge weights (import with weights)".into()));
+        }
+        self.check_ids(src)?;
+        self.check_ids(dst)?;
+        let (locs, pages) = self.plan(&self.out, src);
+        let fetched = self.fetch(&pages)?;
+        let fmt = self.sb.fmt;
+        let mut out = vec![f32::NAN; src.len()];
+        self.walk_lists(src, &locs, &pages, &fetched, |i, block, d| {
+            // Lists are sorted by neighbor id: binary search the block.
+            let want = dst[i];
+            let (mut lo, mut hi) = (0, d);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if fmt.id_at(block, mid) < want { lo = mid + 1 } else { hi = mid }
+            }
+            if lo < d && fmt.id_at(block, lo) == want {
+                out[i] = fmt.weight_at(block, d, lo);
+            }
+        })?;
+        Ok(out)
+    }
+
+    pub fn tensor_meta(&self, name: &str) -> Result<&TensorMeta> {
+        self.sb.tensors.iter().find(|t| t.name == name).ok_or_else(|| StoreError::NoSuchTensor {
+            name: name.to_string(),
+            have: if self.sb.tensors.is_empty() { "none".into() } else { self.sb.tensors.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ") },
+        })
+    }
+
+    /// Gathers rows `ids` of tensor `name`: each page read once for the batch.
+    pub fn tensor(&self, name: &str, ids: &[u64]) -> Result<Rows> {
+        let t = self.tensor_meta(name)?.clone();
+        self.check_ids(ids)?;
+        let ps = self.page_size();
+        let rb = t.row_bytes();
+        let pl = tensor::payload(ps) as u64;
+        let mut pages = Vec::with_capacity(ids.len());
+        for &r in ids {
+            pages.extend(tensor::row_pages(r, rb, ps).map(|p| t.start_page + p));
+        }
+        let fetched = self.fetch(&pages)?;
+        let mut data = vec![0u8; ids.len() * rb as usize];
+        let mut k = 0;
+        for (i, &r) in ids.iter().enumerate() {
+            let mut off = r * rb;
+            let end = off + rb;
+            let mut o = i * rb as usize;
+            while off < end {
+                let (pg, pno) = (&fetched[k], pages[k]);
+                let h = page::open_kind_trusted(pno, pg, Kind::Tensor)?;
+                if h.aux as u64 != pno - t.start_page {
+                    return Err(StoreError::Corrupt { page: pno, reason: "tensor page out of place".into() });
+                }
+                let in_page = (off % pl) as usize;
+                let n = ((pl - off % pl).min(end - off)) as usize;
+                data[o..o + n].copy_from_slice(&pg[HEADER + in_page..HEADER + in_page + n]);
+                o += n;
+                off += n as u64;
+                k += 1;
+            }
+        }
+        Ok(Rows { dtype: t.dtype, dim: t.dim, data })
+    }
+}

@@ -1,0 +1,192 @@
+//! The superblock: two copies, in logical pages 0 and 1, each a sealed page
+//! with an epoch; the valid copy with the higher epoch wins at open. It names
+//! every region of the store.
+//!
+//! Body, after the page header (little-endian):
+//! ```text
+//! magic "SOLIDGRF" | version u32 | page_size u32 | stripe_pages u64 | members u32
+//! flags u32 (1 directed, 2 in-edges, 4 weights, 8 labels) | id_bytes u32 | 0 u32
+//! num_nodes u64 | num_edges u64 | total_pages u64 | checkpoint_lsn u64
+//! out: DirMeta | in: DirMeta            (5 x u64 each)
+//! tensors u32 | tensors x TensorMeta    (64-byte name, dtype u8 + 7 pad, 5 x u64)
+//! ```
+
+use std::path::Path;
+
+use crate::adjacency::EdgeFormat;
+use crate::error::{Result, StoreError};
+use crate::page::{HEADER, Header, Kind, open_kind, seal, u32_at, u64_at};
+use crate::tensor::DType;
+
+pub const MAGIC: &[u8; 8] = b"SOLIDGRF";
+pub const FORMAT_VERSION: u32 = 1;
+pub const MAX_TENSORS: usize = 32;
+pub const MAX_TENSOR_NAME: usize = 63;
+const TENSOR_ENTRY: usize = 64 + 8 + 40;
+
+/// One direction's adjacency.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DirMeta {
+    pub gtt_start: u64,
+    pub gtt_pages: u64,
+    pub gtt_entries: u64,
+    pub adj_start: u64,
+    pub adj_pages: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorMeta {
+    pub name: String,
+    pub dtype: DType,
+    /// Elements per row (1 for a vector).
+    pub dim: u64,
+    pub rows: u64,
+    pub start_page: u64,
+    pub pages: u64,
+}
+
+impl TensorMeta {
+    pub fn row_bytes(&self) -> u64 {
+        self.dim * self.dtype.size() as u64
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Superblock {
+    pub epoch: u64,
+    pub page_size: u32,
+    pub stripe_pages: u64,
+    pub members: u32,
+    pub directed: bool,
+    pub fmt: EdgeFormat,
+    pub num_nodes: u64,
+    /// Edges in the out-direction adjacency (both directions counted for an
+    /// undirected graph, as stored).
+    pub num_edges: u64,
+    pub total_pages: u64,
+    pub checkpoint_lsn: u64,
+    pub out: DirMeta,
+    pub inn: Option<DirMeta>,
+    pub tensors: Vec<TensorMeta>,
+}
+
+fn put_dir(b: &mut Vec<u8>, d: &DirMeta) {
+    for x in [d.gtt_start, d.gtt_pages, d.gtt_entries, d.adj_start, d.adj_pages] {
+        b.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+fn get_dir(b: &[u8], at: usize) -> DirMeta {
+    DirMeta {
+        gtt_start: u64_at(b, at),
+        gtt_pages: u64_at(b, at + 8),
+        gtt_entries: u64_at(b, at + 16),
+        adj_start: u64_at(b, at + 24),
+        adj_pages: u64_at(b, at + 32),
+    }
+}
+
+impl Superblock {
+    /// Seals the superblock into `page` as copy `which` (0 or 1).
+    pub fn encode(&self, which: u64, page: &mut [u8]) {
+        let mut b = Vec::with_capacity(512);
+        b.extend_from_slice(MAGIC);
+        b.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b.extend_from_slice(&self.page_size.to_le_bytes());
+        b.extend_from_slice(&self.stripe_pages.to_le_bytes());
+        b.extend_from_slice(&self.members.to_le_bytes());
+        let flags = self.directed as u32 | (self.inn.is_some() as u32) << 1 | (self.fmt.weights as u32) << 2 | (self.fmt.labels as u32) << 3;
+        b.extend_from_slice(&flags.to_le_bytes());
+        b.extend_from_slice(&(self.fmt.id_bytes as u32).to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        for x in [self.num_nodes, self.num_edges, self.total_pages, self.checkpoint_lsn] {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        put_dir(&mut b, &self.out);
+        put_dir(&mut b, &self.inn.unwrap_or_default());
+        b.extend_from_slice(&(self.tensors.len() as u32).to_le_bytes());
+        for t in &self.tensors {
+            let mut name = [0u8; 64];
+            name[0] = t.name.len() as u8;
+            name[1..1 + t.name.len()].copy_from_slice(t.name.as_bytes());
+            b.extend_from_slice(&name);
+            b.extend_from_slice(&[t.dtype as u8, 0, 0, 0, 0, 0, 0, 0]);
+            for x in [t.dim, t.rows, t.start_page, t.pages, t.row_bytes()] {
+                b.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        assert!(HEADER + b.len() <= page.len(), "superblock body exceeds a page: tensor count was not checked");
+        page.fill(0);
+        page[HEADER..HEADER + b.len()].copy_from_slice(&b);
+        seal(which, page, &Header { kind: Kind::Superblock, epoch: self.epoch, key: 0, count: self.tensors.len() as u32, aux: 0 });
+    }
+
+    /// Bytes a superblock with `tensors` tensors needs; must fit a page.
+    pub fn body_bytes(tensors: usize) -> usize {
+        HEADER + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 32 + 80 + 4 + tensors * TENSOR_ENTRY
+    }
+
+    /// Decodes copy `which`; `path` names the store in errors.
+    pub fn decode(which: u64, page: &[u8], path: &Path) -> Result<Superblock> {
+        let b = page;
+        if &b[HEADER..HEADER + 8] != MAGIC {
+            return Err(StoreError::NotAStore { path: path.to_path_buf(), reason: format!("superblock {which} has no magic") });
+        }
+        let version = u32_at(b, HEADER + 8);
+        if version > FORMAT_VERSION {
+            return Err(StoreError::NewerFormat { path: path.to_path_buf(), found: version, supported: FORMAT_VERSION });
+        }
+        let h = open_kind(which, page, Kind::Superblock)?;
+        let mut at = HEADER + 12;
+        let page_size = u32_at(b, at);
+        let stripe_pages = u64_at(b, at + 4);
+        let members = u32_at(b, at + 12);
+        let flags = u32_at(b, at + 16);
+        let id_bytes = u32_at(b, at + 20) as usize;
+        at += 28;
+        let num_nodes = u64_at(b, at);
+        let num_edges = u64_at(b, at + 8);
+        let total_pages = u64_at(b, at + 16);
+        let checkpoint_lsn = u64_at(b, at + 24);
+        at += 32;
+        let out = get_dir(b, at);
+        let inn = get_dir(b, at + 40);
+        at += 80;
+        let nt = u32_at(b, at) as usize;
+        at += 4;
+        let corrupt = |reason: String| StoreError::Corrupt { page: which, reason };
+        if nt > MAX_TENSORS || Self::body_bytes(nt) > page.len() {
+            return Err(corrupt(format!("superblock lists {nt} tensors")));
+        }
+        if id_bytes != 4 && id_bytes != 8 {
+            return Err(corrupt(format!("vertex id width {id_bytes}")));
+        }
+        let mut tensors = Vec::with_capacity(nt);
+        for _ in 0..nt {
+            let len = b[at] as usize;
+            if len > MAX_TENSOR_NAME {
+                return Err(corrupt("tensor name too long".into()));
+            }
+            let name = String::from_utf8(b[at + 1..at + 1 + len].to_vec()).map_err(|_| corrupt("tensor name is not UTF-8".into()))?;
+            let dtype = DType::from_u8(b[at + 64]).ok_or_else(|| corrupt(format!("tensor dtype {}", b[at + 64])))?;
+            let x = at + 72;
+            tensors.push(TensorMeta { name, dtype, dim: u64_at(b, x), rows: u64_at(b, x + 8), start_page: u64_at(b, x + 16), pages: u64_at(b, x + 24) });
+            at += TENSOR_ENTRY;
+        }
+        Ok(Superblock {
+            epoch: h.epoch,
+            page_size,
+            stripe_pages,
+            members,
+            directed: flags & 1 != 0,
+            fmt: EdgeFormat { id_bytes, weights: flags & 4 != 0, labels: flags & 8 != 0 },
+            num_nodes,
+            num_edges,
+            total_pages,
+            checkpoint_lsn,
+            out,
+            inn: (flags & 2 != 0).then_some(inn),
+            tensors,
+        })
+    }
+}

@@ -1,0 +1,412 @@
+//! The store against an in-memory reference on random graphs.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use proptest::prelude::*;
+use solidgraph_store::*;
+
+#[derive(Clone, Debug)]
+struct Graph {
+    src: Vec<u64>,
+    dst: Vec<u64>,
+    w: Vec<f32>,
+    l: Vec<u32>,
+}
+
+/// Expected sorted lists per vertex under the import options.
+fn reference(g: &Graph, o: &ImportOptions, num_nodes: u64, reverse: bool) -> BTreeMap<u64, Vec<(u64, u32, u32)>> {
+    let mut recs = Vec::new();
+    for i in 0..g.src.len() {
+        let (s, d) = if reverse { (g.dst[i], g.src[i]) } else { (g.src[i], g.dst[i]) };
+        let wb = if o.weights { g.w[i].to_bits() } else { 0 };
+        let lb = if o.labels { g.l[i] } else { 0 };
+        recs.push((s, d, wb, lb));
+        if o.undirected && s != d {
+            recs.push((d, s, wb, lb));
+        }
+    }
+    recs.sort();
+    let mut m: BTreeMap<u64, Vec<(u64, u32, u32)>> = BTreeMap::new();
+    for (s, d, wb, lb) in recs {
+        let list = m.entry(s).or_default();
+        if o.dedup && list.last().is_some_and(|x| x.0 == d) {
+            continue;
+        }
+        list.push((d, wb, lb));
+    }
+    if o.self_loops {
+        for v in 0..num_nodes {
+            let list = m.entry(v).or_default();
+            if !list.iter().any(|x| x.0 == v) {
+                let pos = list.partition_point(|x| x.0 < v);
+                list.insert(pos, (v, 1f32.to_bits(), 0));
+            }
+        }
+    }
+    m
+}
+
+fn mem_input(g: &Graph, o: &ImportOptions) -> EdgeInput {
+    EdgeInput::Memory {
+        src: g.src.clone(),
+        dst: g.dst.clone(),
+        weights: o.weights.then(|| g.w.clone()),
+        labels: o.labels.then(|| g.l.clone()),
+    }
+}
+
+fn quiet(_: &str, _: u64, _: u64) {}
+
+fn check_store(path: &Path, g: &Graph, o: &ImportOptions, num_nodes: u64) {
+    let s = Store::open(path, &OpenOptions { cache_bytes: 1 << 20, ..Default::default() }).unwrap();
+    assert_eq!(s.num_nodes(), num_nodes);
+    let dirs: Vec<(Direction, bool)> = if o.undirected {
+        vec![(Direction::Out, false), (Direction::In, false)]
+    } else if o.in_edges {
+        vec![(Direction::Out, false), (Direction::In, true)]
+    } else {
+        vec![(Direction::Out, false)]
+    };
+    for (dir, rev) in dirs {
+        let want = reference(g, o, num_nodes, rev);
+        // All vertices in one batch, and again shuffled with repeats.
+        let mut ids: Vec<u64> = (0..num_nodes).collect();
+        ids.extend((0..num_nodes).rev().step_by(3));
+        let csr = s.neighbors(&ids, dir, o.weights, o.labels).unwrap();
+        let deg = s.degree(&ids, dir).unwrap();
+        for (i, &v) in ids.iter().enumerate() {
+            let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
+            let empty = Vec::new();
+            let exp = want.get(&v).unwrap_or(&empty);
+            let got: Vec<u64> = csr.indices[a..b].to_vec();
+            let exp_ids: Vec<u64> = exp.iter().map(|x| x.0).collect();
+            assert_eq!(got, exp_ids, "{dir:?} neighbors of {v}");
+            assert_eq!(deg[i], exp.len() as u64);
+            if let Some(w) = &csr.weights {
+                let ew: Vec<u32> = exp.iter().map(|x| x.1).collect();
+                assert_eq!(w[a..b].iter().map(|x| x.to_bits()).collect::<Vec<_>>(), ew);
+            }
+            if let Some(l) = &csr.labels {
+                assert_eq!(l[a..b].to_vec(), exp.iter().map(|x| x.2).collect::<Vec<_>>());
+            }
+        }
+    }
+    let rep = s.verify(&mut |_, _| {}).unwrap();
+    assert_eq!(rep.edges, s.num_edges());
+}
+
+/// Power-law-ish random graph: sources drawn with a skew, a few hubs.
+fn graph_strategy(max_nodes: u64, max_edges: usize) -> impl Strategy<Value = (u64, Graph)> {
+    (2..max_nodes).prop_flat_map(move |n| {
+        let e = proptest::collection::vec((0..n, 0..n, 0u32..1000, -3.0f32..3.0, any::<bool>()), 1..max_edges);
+        (Just(n), e).prop_map(move |(n, es)| {
+            let mut g = Graph { src: vec![], dst: vec![], w: vec![], l: vec![] };
+            for (a, b, l, w, skew) in es {
+                // Skewed: half the edges start at a vertex of small id.
+                let s = if skew { a % (1 + n / 16) } else { a };
+                g.src.push(s);
+                g.dst.push(b);
+                g.w.push(w);
+                g.l.push(l);
+            }
+            (n, g)
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_graphs_match_reference(
+        (n, g) in graph_strategy(3000, 4000),
+        undirected in any::<bool>(),
+        dedup in any::<bool>(),
+        self_loops in any::<bool>(),
+        weights in any::<bool>(),
+        labels in any::<bool>(),
+        ps_shift in 0u32..5,
+        fill in 0.5f64..1.0,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("g");
+        let o = ImportOptions {
+            undirected, dedup, self_loops, weights, labels,
+            in_edges: !undirected,
+            page_size: 4096 << ps_shift,
+            fill_factor: fill,
+            num_nodes: Some(n),
+            ..Default::default()
+        };
+        import(&out, &[mem_input(&g, &o)], &[], &o, &quiet).unwrap();
+        check_store(&out, &g, &o, n);
+    }
+}
+
+#[test]
+fn hub_with_millions_of_neighbors_and_exactly_full_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    // Vertex 7 has 2.5M neighbors (an extent of many pages); vertex 9 has
+    // exactly one extent page's worth; 10..40 fill packed pages exactly.
+    let fmt = adjacency::EdgeFormat { id_bytes: 4, weights: false, labels: false };
+    let per = fmt.per_extent_page(4096);
+    let max_packed = fmt.max_packed_degree(4096);
+    let n = 3_000_000u64;
+    let mut g = Graph { src: vec![], dst: vec![], w: vec![], l: vec![] };
+    for d in 0..2_500_000u64 {
+        g.src.push(7);
+        g.dst.push(d * 7 % n);
+    }
+    for d in 0..per as u64 {
+        g.src.push(9);
+        g.dst.push(d);
+    }
+    for v in 10..40u64 {
+        for d in 0..max_packed as u64 {
+            g.src.push(v);
+            g.dst.push(d + v);
+        }
+    }
+    g.w = vec![1.0; g.src.len()];
+    g.l = vec![0; g.src.len()];
+    let o = ImportOptions { fill_factor: 1.0, num_nodes: Some(n), memory_budget: 16 << 20, ..Default::default() };
+    let out = dir.path().join("hub");
+    let rep = import(&out, &[mem_input(&g, &o)], &[], &o, &quiet).unwrap();
+    assert!(rep.runs > 1, "a 16 MiB budget must spill runs (got {})", rep.runs);
+    let s = Store::open(&out, &OpenOptions::default()).unwrap();
+    let deg = s.degree(&[7, 9, 10, 39, 40, 0], Direction::Out).unwrap();
+    assert_eq!(deg, vec![2_500_000, per as u64, max_packed as u64, max_packed as u64, 0, 0]);
+    let csr = s.neighbors(&[7], Direction::Out, false, false).unwrap();
+    let mut want: Vec<u64> = (0..2_500_000u64).map(|d| d * 7 % n).collect();
+    want.sort();
+    assert_eq!(csr.indices, want);
+    s.verify(&mut |_, _| {}).unwrap();
+}
+
+#[test]
+fn ids_beyond_u32_use_wide_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = (1u64 << 32) + 5;
+    let g = Graph { src: vec![0, big, big, 3], dst: vec![big, 0, 3, big + 1], w: vec![1.0; 4], l: vec![0; 4] };
+    let o = ImportOptions::default();
+    let out = dir.path().join("wide");
+    import(&out, &[mem_input(&g, &o)], &[], &o, &quiet).unwrap();
+    let s = Store::open(&out, &OpenOptions::default()).unwrap();
+    assert_eq!(s.num_nodes(), big + 2);
+    assert_eq!(s.superblock().fmt.id_bytes, 8);
+    let csr = s.neighbors(&[big, 0, big + 1], Direction::Out, false, false).unwrap();
+    assert_eq!(csr.indptr, vec![0, 2, 3, 3]);
+    assert_eq!(csr.indices, vec![0, 3, big]);
+    assert!(matches!(s.neighbors(&[big + 2], Direction::Out, false, false), Err(StoreError::VertexOutOfRange { .. })));
+}
+
+fn write_text(path: &Path, s: &str) {
+    std::fs::write(path, s).unwrap();
+}
+
+#[test]
+fn text_csv_npy_inputs_and_tensors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_text(&d.join("e.txt"), "# comment\n0 1 0.5\n1\t2 1.5\n% other comment\n\n2,0,2.5\n");
+    write_text(&d.join("e.csv"), "source,target,weight\n0,1,0.5\n1,2,1.5\n2,0,2.5\n");
+    let ids: Vec<u8> = [0i64, 1, 2, 1, 2, 0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    import::npy::write_npy(&d.join("e.npy"), "<i8", &[2, 3], &ids).unwrap();
+    let feats: Vec<u8> = (0..3 * 5).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    import::npy::write_npy(&d.join("x.npy"), "<f4", &[3, 5], &feats).unwrap();
+    let y: Vec<u8> = [4i64, 5, 6].iter().flat_map(|v| v.to_le_bytes()).collect();
+    import::npy::write_npy(&d.join("y.npy"), "<i8", &[3], &y).unwrap();
+    let tensors = vec![
+        TensorInput { name: "x".into(), data: TensorData::Npy(d.join("x.npy")) },
+        TensorInput { name: "y".into(), data: TensorData::Npy(d.join("y.npy")) },
+    ];
+    for (name, weights) in [("e.txt", true), ("e.csv", true), ("e.npy", false)] {
+        let out = d.join(format!("s-{name}"));
+        let o = ImportOptions { weights, in_edges: true, ..Default::default() };
+        import(&out, &[EdgeInput::File(d.join(name))], &tensors, &o, &quiet).unwrap();
+        let s = Store::open(&out, &OpenOptions::default()).unwrap();
+        let c = s.neighbors(&[0, 1, 2], Direction::Out, weights, false).unwrap();
+        assert_eq!(c.indices, vec![1, 2, 0], "{name}");
+        let c = s.neighbors(&[0, 1, 2], Direction::In, false, false).unwrap();
+        assert_eq!(c.indices, vec![2, 0, 1], "{name}");
+        if weights {
+            assert_eq!(c.weights, None);
+            let w = s.edge_weights(&[0, 1, 2, 0], &[1, 2, 0, 2]).unwrap();
+            assert_eq!(&w[..3], &[0.5, 1.5, 2.5]);
+            assert!(w[3].is_nan());
+        }
+        let x = s.tensor("x", &[2, 0, 2]).unwrap();
+        let got: Vec<f32> = x.data.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(got, [10., 11., 12., 13., 14., 0., 1., 2., 3., 4., 10., 11., 12., 13., 14.]);
+        let y = s.tensor("y", &[1]).unwrap();
+        assert_eq!(y.data, 5i64.to_le_bytes());
+        assert!(matches!(s.tensor("z", &[0]), Err(StoreError::NoSuchTensor { .. })));
+        s.verify(&mut |_, _| {}).unwrap();
+    }
+}
+
+#[test]
+fn big_tensor_rows_straddle_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 1000u64;
+    let dim = 300u64; // 1200-byte rows: most straddle a page boundary
+    let bytes: Vec<u8> = (0..n * dim).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let g = Graph { src: vec![0], dst: vec![1], w: vec![1.0], l: vec![0] };
+    let o = ImportOptions::default();
+    let out = dir.path().join("t");
+    let t = TensorInput { name: "feat".into(), data: TensorData::Memory { dtype: DType::F32, rows: n, dim, bytes: bytes.clone() } };
+    import(&out, &[mem_input(&g, &o)], &[t], &o, &quiet).unwrap();
+    let s = Store::open(&out, &OpenOptions { cache_bytes: 0, ..Default::default() }).unwrap();
+    let ids: Vec<u64> = (0..n).rev().step_by(7).collect();
+    let rows = s.tensor("feat", &ids).unwrap();
+    for (i, &r) in ids.iter().enumerate() {
+        let rb = (dim * 4) as usize;
+        assert_eq!(&rows.data[i * rb..(i + 1) * rb], &bytes[r as usize * rb..(r as usize + 1) * rb]);
+    }
+}
+
+#[test]
+fn same_input_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut g = Graph { src: vec![], dst: vec![], w: vec![], l: vec![] };
+    for i in 0..200_000u64 {
+        g.src.push(i * 2654435761 % 5000);
+        g.dst.push(i * 40503 % 5000);
+        g.w.push((i % 7) as f32);
+        g.l.push((i % 3) as u32);
+    }
+    let o = ImportOptions { undirected: true, weights: true, memory_budget: 16 << 20, ..Default::default() };
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    import(&a, &[mem_input(&g, &o)], &[], &o, &quiet).unwrap();
+    import(&b, &[mem_input(&g, &o)], &[], &o, &quiet).unwrap();
+    assert_eq!(std::fs::read(a.join("sg.0")).unwrap(), std::fs::read(b.join("sg.0")).unwrap());
+}
+
+#[test]
+fn every_byte_flip_is_caught_by_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = Graph { src: (0..3000).map(|i| i % 300).collect(), dst: (0..3000).map(|i| (i * 7) % 300).collect(), w: vec![1.5; 3000], l: vec![0; 3000] };
+    let o = ImportOptions { weights: true, in_edges: true, ..Default::default() };
+    let out = dir.path().join("c");
+    let t = TensorInput { name: "x".into(), data: TensorData::Memory { dtype: DType::U8, rows: 300, dim: 20, bytes: vec![7; 6000] } };
+    import(&out, &[mem_input(&g, &o)], &[t], &o, &quiet).unwrap();
+    let file = out.join("sg.0");
+    let clean = std::fs::read(&file).unwrap();
+    let pages = Store::open(&out, &OpenOptions::default()).unwrap().superblock().total_pages;
+    let mut tried = 0;
+    for p in 0..pages as usize {
+        for off in [0usize, 4, 9, 17, 25, 29, 40, 1000, 2049, 4095] {
+            let mut bad = clean.clone();
+            bad[p * 4096 + off] ^= 0x04;
+            std::fs::write(&file, &bad).unwrap();
+            tried += 1;
+            // Either open refuses (superblock or GTT page) or verify names the page.
+            match Store::open(&out, &OpenOptions { cache_bytes: 0, ..Default::default() }) {
+                Err(_) => continue,
+                Ok(s) => match s.verify(&mut |_, _| {}) {
+                    Err(StoreError::Corrupt { page, .. }) => assert_eq!(page, p as u64, "flip in page {p} at {off} blamed on page {page}"),
+                    Err(e) => panic!("flip in page {p} at {off}: unexpected error {e}"),
+                    Ok(_) => panic!("flip in page {p} at {off} not caught"),
+                },
+            }
+        }
+    }
+    std::fs::write(&file, &clean).unwrap();
+    assert!(tried > 50);
+    Store::open(&out, &OpenOptions::default()).unwrap().verify(&mut |_, _| {}).unwrap();
+}
+
+#[test]
+fn bad_inputs_are_clear_errors_and_leave_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = |name: &str, body: &str, o: &ImportOptions| -> StoreError {
+        let f = d.join(name);
+        write_text(&f, body);
+        let out = d.join(format!("out-{name}"));
+        let e = import(&out, &[EdgeInput::File(f)], &[], o, &quiet).unwrap_err();
+        assert!(!out.exists(), "{name}: partial store left behind");
+        let leftovers: Vec<_> = std::fs::read_dir(d).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().contains("partial")).collect();
+        assert!(leftovers.is_empty(), "{name}: partial build left behind");
+        e
+    };
+    let o = ImportOptions::default();
+    let e = run("a.txt", "0 1\n1 2\nx 3\n", &o);
+    assert!(matches!(&e, StoreError::Parse { line: 3, .. }), "{e}");
+    assert!(e.to_string().contains("a.txt:3"), "{e}");
+    let e = run("b.txt", "0 1\n-1 2\n", &o);
+    assert!(e.to_string().contains("negative"), "{e}");
+    let e = run("c.txt", "0 1\n1 2.5\n", &o);
+    assert!(e.to_string().contains("c.txt:2"), "{e}");
+    let e = run("d.txt", "0 1\n1 20\n", &ImportOptions { num_nodes: Some(10), ..Default::default() });
+    assert!(e.to_string().contains("d.txt:2") && e.to_string().contains("20"), "{e}");
+    let e = run("e.txt", "# only a comment\n", &o);
+    assert!(e.to_string().contains("empty"), "{e}");
+    let e = run("f.txt", "0 1\n", &ImportOptions { weights: true, ..Default::default() });
+    assert!(e.to_string().contains("weight"), "{e}");
+    let e = run("g.csv", "a,b\n", &o);
+    assert!(e.to_string().contains("empty") && e.to_string().contains("g.csv"), "{e}");
+    let e = run("h.csv", "src,dst\n0,1\n1,two\n", &o);
+    assert!(e.to_string().contains("h.csv:3"), "{e}");
+
+    // Truncated .npy, mismatched tensor rows.
+    let ids: Vec<u8> = [0i64, 1, 1, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
+    import::npy::write_npy(&d.join("t.npy"), "<i8", &[2, 2], &ids[..24]).unwrap();
+    let e = import(&d.join("o1"), &[EdgeInput::File(d.join("t.npy"))], &[], &o, &quiet).unwrap_err();
+    assert!(e.to_string().contains("truncated"), "{e}");
+    import::npy::write_npy(&d.join("ok.npy"), "<i8", &[2, 2], &ids).unwrap();
+    import::npy::write_npy(&d.join("x.npy"), "<f4", &[5, 2], &[0u8; 40]).unwrap();
+    let t = [TensorInput { name: "x".into(), data: TensorData::Npy(d.join("x.npy")) }];
+    let e = import(&d.join("o2"), &[EdgeInput::File(d.join("ok.npy"))], &t, &ImportOptions { num_nodes: Some(3), ..Default::default() }, &quiet).unwrap_err();
+    assert!(e.to_string().contains("rows"), "{e}");
+    assert!(!d.join("o2").exists());
+
+    // Existing output is refused.
+    std::fs::create_dir(d.join("taken")).unwrap();
+    let e = import(&d.join("taken"), &[EdgeInput::File(d.join("ok.npy"))], &[], &o, &quiet).unwrap_err();
+    assert!(matches!(e, StoreError::Exists { .. }));
+}
+
+#[test]
+fn newer_format_and_garbage_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("v");
+    let g = Graph { src: vec![0], dst: vec![1], w: vec![1.0], l: vec![0] };
+    import(&out, &[mem_input(&g, &ImportOptions::default())], &[], &ImportOptions::default(), &quiet).unwrap();
+    let file = out.join("sg.0");
+    let mut b = std::fs::read(&file).unwrap();
+    for copy in 0..2 {
+        let at = copy * 4096 + page::HEADER + 8;
+        b[at..at + 4].copy_from_slice(&99u32.to_le_bytes());
+    }
+    std::fs::write(&file, &b).unwrap();
+    let e = Store::open(&out, &OpenOptions::default()).err().expect("opened a newer format");
+    assert!(matches!(e, StoreError::NewerFormat { found: 99, .. }), "{e}");
+    std::fs::write(&file, vec![0u8; 8192]).unwrap();
+    assert!(matches!(Store::open(&out, &OpenOptions::default()), Err(StoreError::NotAStore { .. })));
+    assert!(matches!(Store::open(&dir.path().join("nothing"), &OpenOptions::default()), Err(StoreError::NotAStore { .. })));
+}
+
+#[test]
+fn results_identical_with_tiny_and_large_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut g = Graph { src: vec![], dst: vec![], w: vec![], l: vec![] };
+    for i in 0..100_000u64 {
+        g.src.push((i * i) % 20_000);
+        g.dst.push((i * 31) % 20_000);
+    }
+    g.w = vec![1.0; g.src.len()];
+    g.l = vec![0; g.src.len()];
+    let o = ImportOptions { undirected: true, ..Default::default() };
+    let out = dir.path().join("c");
+    import(&out, &[mem_input(&g, &o)], &[], &o, &quiet).unwrap();
+    let big = Store::open(&out, &OpenOptions { cache_bytes: 1 << 30, ..Default::default() }).unwrap();
+    let small = Store::open(&out, &OpenOptions { cache_bytes: 8192, ..Default::default() }).unwrap();
+    for round in 0..3u64 {
+        let ids: Vec<u64> = (0..2000).map(|i| (i * 7919 + round * 13) % 20_000).collect();
+        assert_eq!(big.neighbors(&ids, Direction::Out, false, false).unwrap(), small.neighbors(&ids, Direction::Out, false, false).unwrap());
+    }
+    assert!(big.stats().cache.hits > 0);
+}
