@@ -1,6 +1,7 @@
 //! `solidgraph`: one binary for import, inspection, queries and benchmarks.
 
 mod bench;
+mod graph;
 mod util;
 
 use clap::{Parser, Subcommand};
@@ -14,6 +15,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Builds a store from edge files (larger than memory is fine) and node tensors.
+    Import(graph::ImportArgs),
+    /// Prints what a store holds.
+    Info(graph::InfoArgs),
+    /// Reads every page and checks every checksum and invariant; names the first bad page.
+    Verify(graph::VerifyArgs),
+    /// Prints the neighbor lists of some vertices.
+    Neighbors(graph::NeighborsArgs),
     /// Benchmarks that compare SolidGraph with baselines in the same run.
     #[command(subcommand)]
     Bench(bench::BenchCmd),
@@ -23,6 +32,10 @@ fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
     let res = match cli.cmd {
+        Cmd::Import(a) => graph::import_cmd(a),
+        Cmd::Info(a) => graph::info_cmd(a),
+        Cmd::Verify(a) => graph::verify_cmd(a),
+        Cmd::Neighbors(a) => graph::neighbors_cmd(a),
         Cmd::Bench(b) => bench::run(b),
     };
     if let Err(e) = res {

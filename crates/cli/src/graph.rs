@@ -1,0 +1,226 @@
+//! Subcommands over a store: import, info, verify, neighbors.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use solidgraph_store::{Direction, EdgeInput, ImportOptions, OpenOptions, Store, TensorData, TensorInput, import};
+
+use crate::util::{CliResult, parse_size, progress_bar};
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// Store directory to create (must not exist).
+    pub out: PathBuf,
+    /// Edge input: SNAP text (`src dst [weight [label]]`), CSV with a header
+    /// (src,dst[,weight][,label]), or .npy ((2, E) or (E, 2) integers).
+    /// Repeat for several files; `A.npy:B.npy` reads sources and destinations
+    /// from two 1-D arrays.
+    #[arg(long = "edges", required = true)]
+    pub edges: Vec<String>,
+    /// Node tensor NAME=FILE.npy, (n,) or (n, d); repeatable.
+    #[arg(long = "tensor")]
+    pub tensors: Vec<String>,
+    /// Store every edge in both directions.
+    #[arg(long)]
+    pub undirected: bool,
+    /// Give every vertex a self-loop (once).
+    #[arg(long)]
+    pub self_loops: bool,
+    /// Drop repeated edges.
+    #[arg(long)]
+    pub dedup: bool,
+    /// Keep edge weights (third column / `weight`).
+    #[arg(long)]
+    pub weights: bool,
+    /// Keep edge labels (fourth column / `label`).
+    #[arg(long)]
+    pub labels: bool,
+    /// Also store in-edges of a directed graph.
+    #[arg(long = "in-edges")]
+    pub in_edges: bool,
+    /// Vertex count; ids must be below it (default: largest id + 1).
+    #[arg(long)]
+    pub num_nodes: Option<u64>,
+    #[arg(long, default_value = "4096", value_parser = parse_size)]
+    pub page_size: u64,
+    /// Share of each packed page filled now; the rest is room for updates.
+    #[arg(long, default_value_t = 0.9)]
+    pub fill_factor: f64,
+    /// Memory for sorting; inputs larger than this are sorted on disk.
+    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    pub memory_budget: u64,
+    /// Files to stripe the store over.
+    #[arg(long, default_value_t = 1)]
+    pub members: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_tensor(spec: &str) -> CliResult<TensorInput> {
+    let (name, file) = spec.split_once('=').ok_or_else(|| format!("--tensor {spec:?}: expected NAME=FILE.npy"))?;
+    Ok(TensorInput { name: name.to_string(), data: TensorData::Npy(PathBuf::from(file)) })
+}
+
+pub fn import_cmd(a: ImportArgs) -> CliResult {
+    let edges: Vec<EdgeInput> = a
+        .edges
+        .iter()
+        .map(|e| match e.split_once(':') {
+            Some((s, d)) if s.ends_with(".npy") && d.ends_with(".npy") => EdgeInput::NpyPair(s.into(), d.into()),
+            _ => EdgeInput::File(e.into()),
+        })
+        .collect();
+    let tensors = a.tensors.iter().map(|t| parse_tensor(t)).collect::<CliResult<Vec<_>>>()?;
+    let o = ImportOptions {
+        undirected: a.undirected,
+        self_loops: a.self_loops,
+        dedup: a.dedup,
+        weights: a.weights,
+        labels: a.labels,
+        in_edges: a.in_edges,
+        page_size: a.page_size as usize,
+        fill_factor: a.fill_factor,
+        memory_budget: a.memory_budget,
+        num_nodes: a.num_nodes,
+        members: a.members,
+        ..Default::default()
+    };
+    let pb = progress_bar(0, "import");
+    pb.set_style(indicatif::ProgressStyle::with_template("{msg:>14} [{bar:40}] {pos}/{len} {per_sec} eta {eta}").expect("static template").progress_chars("=> "));
+    if a.json {
+        pb.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let progress = |phase: &str, done: u64, total: u64| {
+        pb.set_message(phase.to_string());
+        pb.set_length(total);
+        pb.set_position(done);
+    };
+    let r = import(&a.out, &edges, &tensors, &o, &progress)?;
+    pb.finish_and_clear();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "num_nodes": r.num_nodes, "num_edges": r.num_edges, "input_edges": r.input_edges,
+                "pages": r.pages, "bytes": r.bytes, "runs": r.runs, "seconds": r.seconds,
+                "edges_per_s": r.input_edges as f64 / r.seconds,
+            })
+        );
+    } else {
+        println!(
+            "imported {} input edges -> {} vertices, {} stored edges, {} pages ({:.1} MiB) in {:.2} s ({:.0} edges/s, {} sorted runs)",
+            r.input_edges,
+            r.num_nodes,
+            r.num_edges,
+            r.pages,
+            r.bytes as f64 / (1 << 20) as f64,
+            r.seconds,
+            r.input_edges as f64 / r.seconds,
+            r.runs
+        );
+    }
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct InfoArgs {
+    pub path: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn info_cmd(a: InfoArgs) -> CliResult {
+    let s = Store::open(&a.path, &OpenOptions { cache_bytes: 0, ..Default::default() })?;
+    let sb = s.superblock();
+    let tensors: Vec<serde_json::Value> = sb
+        .tensors
+        .iter()
+        .map(|t| serde_json::json!({"name": t.name, "dtype": t.dtype.name(), "dim": t.dim, "rows": t.rows, "pages": t.pages}))
+        .collect();
+    let j = serde_json::json!({
+        "path": a.path, "format_version": solidgraph_store::superblock::FORMAT_VERSION, "epoch": sb.epoch,
+        "num_nodes": sb.num_nodes, "num_edges": sb.num_edges, "directed": sb.directed,
+        "in_edges": sb.inn.is_some() || !sb.directed, "weights": sb.fmt.weights, "labels": sb.fmt.labels,
+        "id_bytes": sb.fmt.id_bytes, "page_size": sb.page_size, "members": sb.members, "stripe_pages": sb.stripe_pages,
+        "pages": sb.total_pages, "bytes": s.size_bytes(),
+        "out_adjacency_pages": sb.out.adj_pages, "out_gtt_entries": sb.out.gtt_entries,
+        "in_adjacency_pages": sb.inn.map(|d| d.adj_pages), "backend": s.volume().backend().name(),
+        "tensors": tensors,
+    });
+    if a.json {
+        println!("{j}");
+    } else {
+        println!("{}", serde_json::to_string_pretty(&j)?);
+    }
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct VerifyArgs {
+    pub path: PathBuf,
+}
+
+pub fn verify_cmd(a: VerifyArgs) -> CliResult {
+    let s = Store::open(&a.path, &OpenOptions { cache_bytes: 0, ..Default::default() })?;
+    let pb = progress_bar(s.superblock().total_pages, "verify");
+    pb.set_style(indicatif::ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} pages").expect("static template").progress_chars("=> "));
+    let r = s.verify(&mut |done, total| {
+        pb.set_length(total);
+        pb.set_position(done);
+    });
+    pb.finish_and_clear();
+    let r = r?;
+    println!("ok: {} pages, {} edges, {} tensor pages; every checksum and invariant holds", r.pages, r.edges, r.tensor_pages);
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct NeighborsArgs {
+    pub path: PathBuf,
+    /// Comma-separated vertex ids.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub ids: Vec<u64>,
+    /// out or in.
+    #[arg(long, default_value = "out")]
+    pub direction: String,
+    #[arg(long)]
+    pub weights: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn neighbors_cmd(a: NeighborsArgs) -> CliResult {
+    let s = Store::open(&a.path, &OpenOptions { cache_bytes: 0, ..Default::default() })?;
+    let dir: Direction = a.direction.parse()?;
+    let csr = s.neighbors(&a.ids, dir, a.weights, false)?;
+    let list = |i: usize| {
+        let (lo, hi) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
+        (&csr.indices[lo..hi], csr.weights.as_ref().map(|w| &w[lo..hi]))
+    };
+    if a.json {
+        let m: serde_json::Map<String, serde_json::Value> = a
+            .ids
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let (n, w) = list(i);
+                let val = match w {
+                    Some(w) => serde_json::json!({"neighbors": n, "weights": w}),
+                    None => serde_json::json!(n),
+                };
+                (v.to_string(), val)
+            })
+            .collect();
+        println!("{}", serde_json::Value::Object(m));
+    } else {
+        for (i, v) in a.ids.iter().enumerate() {
+            let (n, w) = list(i);
+            let items: Vec<String> = match w {
+                Some(w) => n.iter().zip(w).map(|(x, y)| format!("{x}:{y}")).collect(),
+                None => n.iter().map(|x| x.to_string()).collect(),
+            };
+            println!("{v}: {}", items.join(" "));
+        }
+    }
+    Ok(())
+}
