@@ -8,6 +8,7 @@ mod error;
 pub mod gtt;
 pub mod import;
 pub mod page;
+mod scan;
 mod store;
 pub mod superblock;
 pub mod tensor;

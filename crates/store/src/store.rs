@@ -261,7 +261,7 @@ impl Store {
         })
     }
 
-    fn check_ids(&self, ids: &[u64]) -> Result<()> {
+    pub(crate) fn check_ids(&self, ids: &[u64]) -> Result<()> {
         let n = self.sb.num_nodes;
         match ids.iter().find(|&&v| v >= n) {
             Some(&v) => Err(StoreError::VertexOutOfRange { vertex: v, num_nodes: n }),
@@ -271,7 +271,7 @@ impl Store {
 
     /// The pages each id's list needs, in one list, plus where each id's
     /// pages start in it.
-    fn plan(&self, gtt: &Gtt, ids: &[u64]) -> (Vec<Loc>, Vec<u64>) {
+    pub(crate) fn plan(&self, gtt: &Gtt, ids: &[u64]) -> (Vec<Loc>, Vec<u64>) {
         let mut locs = Vec::with_capacity(ids.len());
         let mut pages = Vec::with_capacity(ids.len());
         for &v in ids {
@@ -288,7 +288,7 @@ impl Store {
 
     /// Calls `f(i, block, degree)` for every block of id i's list, in order.
     /// `pages` come from `plan`, fetched in the same order.
-    fn walk_lists(&self, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], mut f: impl FnMut(usize, &[u8], usize)) -> Result<()> {
+    pub(crate) fn walk_lists(&self, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], mut f: impl FnMut(usize, &[u8], usize)) -> Result<()> {
         let fmt = self.sb.fmt;
         let eb = fmt.edge_bytes();
         let mut k = 0;
@@ -327,15 +327,25 @@ impl Store {
 
     pub fn neighbors(&self, ids: &[u64], dir: Direction, weights: bool, labels: bool) -> Result<Csr> {
         self.check_ids(ids)?;
+        self.check_columns(weights, labels)?;
+        let gtt = self.gtt(dir)?;
+        let (locs, pages) = self.plan(gtt, ids);
+        let fetched = self.fetch(&pages)?;
+        self.decode_csr(ids, &locs, &pages, &fetched, weights, labels)
+    }
+
+    pub(crate) fn check_columns(&self, weights: bool, labels: bool) -> Result<()> {
         if weights && !self.sb.fmt.weights {
             return Err(StoreError::Invalid("this store has no edge weights (import with weights)".into()));
         }
         if labels && !self.sb.fmt.labels {
-            return Err(StoreError::Invalid("this store has no edge labels".into()));
+            return Err(StoreError::Invalid("this store has no edge labels (import with labels)".into()));
         }
-        let gtt = self.gtt(dir)?;
-        let (locs, pages) = self.plan(gtt, ids);
-        let fetched = self.fetch(&pages)?;
+        Ok(())
+    }
+
+    /// Builds the CSR of `ids` from their planned, fetched pages.
+    pub(crate) fn decode_csr(&self, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], weights: bool, labels: bool) -> Result<Csr> {
         let fmt: EdgeFormat = self.sb.fmt;
         let mut csr = Csr {
             indptr: vec![0; ids.len() + 1],
@@ -343,7 +353,7 @@ impl Store {
             weights: weights.then(Vec::new),
             labels: labels.then(Vec::new),
         };
-        self.walk_lists(ids, &locs, &pages, &fetched, |i, block, d| {
+        self.walk_lists(ids, locs, pages, fetched, |i, block, d| {
             csr.indptr[i + 1] += d as u64;
             fmt.get_block(block, d, &mut csr.indices, csr.weights.as_mut(), csr.labels.as_mut());
         })?;
