@@ -1,1 +1,19 @@
-pub fn x(){}
+//! Near-data operators over a store: every operator takes a whole batch or a
+//! whole frontier and hands the store one read for it.
+//!
+//! Analytics follow the LDBC Graphalytics definitions (BFS, WCC, PageRank,
+//! SSSP, CDLP, LCC) plus GraphSSD's and Falcon's (MIS, k-core, walks).
+
+pub mod bfs;
+pub mod cdlp;
+mod error;
+pub mod frontier;
+pub mod kcore;
+pub mod lcc;
+pub mod mis;
+pub mod pagerank;
+pub mod sssp;
+pub mod walks;
+pub mod wcc;
+
+pub use error::{EngineError, Progress, Result, silent};

@@ -62,6 +62,11 @@ impl Gtt {
         self.keys.len() * 16
     }
 
+    /// Index of the first page whose first vertex is >= v.
+    pub fn lower_bound(&self, v: u64) -> usize {
+        self.keys.partition_point(|&k| k & !EXTENT < v)
+    }
+
     pub fn locate(&self, v: u64) -> Loc {
         // Last page whose first vertex <= v.
         let hi = self.keys.partition_point(|&k| k & !EXTENT <= v);

@@ -1,0 +1,41 @@
+//! Community detection by label propagation (Graphalytics CDLP): each
+//! iteration every vertex takes the most frequent label among its neighbors
+//! (in- and out-neighbors of a directed graph, each counted), the smallest
+//! on ties; one sequential pass per iteration, synchronous updates.
+
+use solidgraph_store::Store;
+
+use crate::error::{Progress, Result};
+use crate::frontier::Lists;
+
+pub fn cdlp(store: &Store, iterations: u32, progress: Progress) -> Result<Vec<u64>> {
+    let n = store.num_nodes();
+    let lists = Lists::both(store, "CDLP")?;
+    let mut labels: Vec<u64> = (0..n).collect();
+    let mut next = labels.clone();
+    let mut buf: Vec<u64> = Vec::new();
+    for it in 0..iterations {
+        lists.scan(|v, nbrs, _| {
+            if nbrs.is_empty() {
+                next[v as usize] = labels[v as usize];
+                return;
+            }
+            buf.clear();
+            buf.extend(nbrs.iter().map(|&u| labels[u as usize]));
+            buf.sort_unstable();
+            let (mut best, mut best_n) = (buf[0], 0usize);
+            let mut i = 0;
+            while i < buf.len() {
+                let j = i + buf[i..].partition_point(|&x| x == buf[i]);
+                if j - i > best_n {
+                    (best, best_n) = (buf[i], j - i);
+                }
+                i = j;
+            }
+            next[v as usize] = best;
+        })?;
+        std::mem::swap(&mut labels, &mut next);
+        progress("cdlp", it as u64 + 1, iterations as u64);
+    }
+    Ok(labels)
+}

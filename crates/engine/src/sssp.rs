@@ -1,0 +1,51 @@
+//! Single-source shortest paths on edge weights: frontier Bellman-Ford, each
+//! round relaxing the out-lists of every vertex whose distance improved, read
+//! in one pass. Weights must be non-negative (checked as they are read).
+
+use solidgraph_store::{Direction, Store};
+
+use crate::error::{EngineError, Progress, Result};
+use crate::frontier::Lists;
+
+pub fn sssp(store: &Store, source: u64, progress: Progress) -> Result<Vec<f64>> {
+    let n = store.num_nodes();
+    if source >= n {
+        return Err(EngineError::Invalid(format!("source vertex {source} is not in the graph ({n} vertices)")));
+    }
+    let lists = Lists::new(store, Direction::Out, true)?;
+    let mut dist = vec![f64::INFINITY; n as usize];
+    dist[source as usize] = 0.0;
+    let mut frontier = vec![source];
+    let mut in_next = vec![false; n as usize];
+    let mut round = 0u64;
+    while !frontier.is_empty() {
+        let mut next = Vec::new();
+        let mut negative = None;
+        lists.visit(&frontier, |v, nbrs, ws| {
+            let dv = dist[v as usize];
+            for (&u, &w) in nbrs.iter().zip(ws) {
+                if w < 0.0 {
+                    negative.get_or_insert((v, u, w));
+                    continue;
+                }
+                let cand = dv + w as f64;
+                if cand < dist[u as usize] {
+                    dist[u as usize] = cand;
+                    if !in_next[u as usize] {
+                        in_next[u as usize] = true;
+                        next.push(u);
+                    }
+                }
+            }
+        })?;
+        if let Some((v, u, w)) = negative {
+            return Err(EngineError::Invalid(format!("SSSP needs non-negative weights; edge {v} -> {u} has weight {w}")));
+        }
+        next.sort_unstable();
+        next.iter().for_each(|&u| in_next[u as usize] = false);
+        round += 1;
+        progress("sssp", round, round + 1);
+        frontier = next;
+    }
+    Ok(dist)
+}
