@@ -10,6 +10,7 @@ use crate::frontier::Lists;
 /// Level of an unreachable vertex (the Graphalytics convention).
 pub const UNREACHED: i64 = i64::MAX;
 
+#[derive(Debug, Clone)]
 pub struct Bfs {
     pub levels: Vec<i64>,
     /// Parent on a shortest path (the source is its own parent; -1 when

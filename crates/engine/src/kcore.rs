@@ -81,10 +81,8 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
                 }
             }
         })?;
-        // Neighbors that fell to k join this level: extend the batch.
-        while i < nn && deg[vert[i] as usize] <= k {
-            i += 1;
-        }
+        // Neighbors that fell to k now sit at `i`: the next batch peels them
+        // at this same level.
         progress("k-core", i as u64, n);
     }
     Ok(deg)

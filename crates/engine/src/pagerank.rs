@@ -7,6 +7,7 @@ use solidgraph_store::{Direction, Store};
 use crate::error::{EngineError, Progress, Result};
 use crate::frontier::Lists;
 
+#[derive(Debug, Clone)]
 pub struct PageRank {
     pub ranks: Vec<f64>,
     pub iterations: u32,
