@@ -40,6 +40,25 @@ impl MemberCounters {
         self.latency.lock().unwrap().saturating_record(ns);
     }
 
+    /// Records many completed I/Os at once: one histogram lock per call.
+    /// `latencies_ns` holds one entry per I/O.
+    pub(crate) fn record_ios(&self, bytes_read: u64, bytes_written: u64, latencies_ns: &[u64]) {
+        if latencies_ns.is_empty() {
+            return;
+        }
+        self.ios.fetch_add(latencies_ns.len() as u64, Relaxed);
+        if bytes_read > 0 {
+            self.bytes_read.fetch_add(bytes_read, Relaxed);
+        }
+        if bytes_written > 0 {
+            self.bytes_written.fetch_add(bytes_written, Relaxed);
+        }
+        let mut h = self.latency.lock().unwrap();
+        for &ns in latencies_ns {
+            h.saturating_record(ns.clamp(1, 100_000_000_000));
+        }
+    }
+
     pub(crate) fn record_merged(&self, pages: u64) {
         self.merged_pages.fetch_add(pages, Relaxed);
     }
