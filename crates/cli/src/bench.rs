@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use solidgraph_io::BackendKind;
-use solidgraph_io::bench::{IoBenchConfig, Pattern};
+use solidgraph_io::bench::{Dist, IoBenchConfig, Pattern};
 
 use crate::util::{CliResult, parse_size, progress_bar};
 
@@ -36,6 +36,10 @@ pub struct IoArgs {
     /// randread, randwrite or read (sequential).
     #[arg(long, default_value = "randread")]
     pattern: String,
+    /// Offsets of random patterns: uniform, or zipf:THETA (THETA > 0, != 1;
+    /// as fio's --random_distribution=zipf:THETA).
+    #[arg(long, default_value = "uniform")]
+    dist: String,
     /// uring or posix (default: SOLIDGRAPH_IO_BACKEND, else io_uring when allowed).
     #[arg(long)]
     backend: Option<String>,
@@ -64,6 +68,7 @@ fn member_paths(path: &str, members: usize) -> Vec<PathBuf> {
 
 fn bench_io(a: IoArgs) -> CliResult {
     let backend = a.backend.as_deref().map(str::parse::<BackendKind>).transpose()?;
+    let dist = a.dist.parse::<Dist>()?;
     let cfg = IoBenchConfig {
         paths: member_paths(&a.path, a.members),
         size: a.size,
@@ -84,18 +89,18 @@ fn bench_io(a: IoArgs) -> CliResult {
         pb.set_position(done);
     })?;
     pb.finish_and_clear();
-    let r = solidgraph_io::bench::run(&vol, &cfg)?;
+    let r = solidgraph_io::bench::run_dist(&vol, &cfg, dist)?;
     if a.json {
         let j = serde_json::json!({
             "iops": r.iops, "mib_s": r.mib_s, "p50_us": r.p50_us, "p99_us": r.p99_us,
             "backend": r.backend, "members": r.members, "ios": r.ios, "seconds": r.seconds,
-            "pattern": a.pattern, "block": a.block, "depth": a.depth,
+            "pattern": a.pattern, "block": a.block, "depth": a.depth, "dist": a.dist,
         });
         println!("{j}");
     } else {
         println!(
-            "{} {} block={} depth={} members={}: {:.0} IOPS, {:.1} MiB/s, p50 {:.1} us, p99 {:.1} us ({} I/Os in {:.1} s)",
-            r.backend, a.pattern, a.block, a.depth, r.members, r.iops, r.mib_s, r.p50_us, r.p99_us, r.ios, r.seconds
+            "{} {} {} block={} depth={} members={}: {:.0} IOPS, {:.1} MiB/s, p50 {:.1} us, p99 {:.1} us ({} I/Os in {:.1} s)",
+            r.backend, a.pattern, a.dist, a.block, a.depth, r.members, r.iops, r.mib_s, r.p50_us, r.p99_us, r.ios, r.seconds
         );
     }
     Ok(())

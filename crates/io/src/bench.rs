@@ -32,6 +32,74 @@ impl std::str::FromStr for Pattern {
     }
 }
 
+/// How random block offsets are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Dist {
+    /// Every block equally likely (each batch holds distinct blocks).
+    #[default]
+    Uniform,
+    /// Zipf with exponent theta (> 0, != 1), ranks scattered over the
+    /// volume by a hash, as fio's `random_distribution=zipf:THETA`. Repeats
+    /// within a batch are read once (the volume de-duplicates).
+    Zipf(f64),
+}
+
+impl std::str::FromStr for Dist {
+    type Err = IoError;
+    fn from_str(s: &str) -> Result<Dist> {
+        if s == "uniform" || s == "random" {
+            return Ok(Dist::Uniform);
+        }
+        if let Some(t) = s.strip_prefix("zipf:") {
+            let theta: f64 = t.parse().map_err(|_| IoError::Config(format!("bad zipf exponent {t:?}")))?;
+            if !(theta > 0.0 && theta.is_finite() && (theta - 1.0).abs() > 1e-9) {
+                return Err(IoError::Config(format!("zipf exponent {theta} must be > 0 and != 1")));
+            }
+            return Ok(Dist::Zipf(theta));
+        }
+        Err(IoError::Config(format!("unknown distribution {s:?} (uniform or zipf:THETA)")))
+    }
+}
+
+/// Zipf ranks over `n` blocks after Gray et al., "Quickly generating
+/// billion-record synthetic databases" (the generator fio uses).
+struct Zipf {
+    n: u64,
+    theta: f64,
+    zetan: f64,
+    alpha: f64,
+    eta: f64,
+    off: u64,
+}
+
+impl Zipf {
+    fn new(n: u64, theta: f64, seed: u64) -> Zipf {
+        // Like fio, cap the zeta sum at 10M terms (its tail adds little).
+        let terms = n.min(10_000_000);
+        let zetan: f64 = (1..=terms).map(|i| (i as f64).powf(-theta)).sum();
+        let zeta2 = 1.0 + 0.5f64.powf(theta);
+        let alpha = 1.0 / (1.0 - theta);
+        let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
+        let mut s = seed;
+        Zipf { n, theta, zetan, alpha, eta, off: splitmix(&mut s) % n.max(1) }
+    }
+
+    fn next(&self, seed: &mut u64) -> u64 {
+        let u = (splitmix(seed) >> 11) as f64 / (1u64 << 53) as f64;
+        let z = u * self.zetan;
+        let rank = if z < 1.0 {
+            0
+        } else if z < 1.0 + 0.5f64.powf(self.theta) {
+            1
+        } else {
+            (self.n as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64
+        };
+        // Scatter ranks so the hot blocks are not all at the start.
+        let mut h = rank;
+        (splitmix(&mut h).wrapping_add(self.off)) % self.n
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct IoBenchConfig {
     /// One path per member; missing files are created and filled.
@@ -82,12 +150,18 @@ pub fn prepare(cfg: &IoBenchConfig, progress: &mut dyn FnMut(u64, u64)) -> Resul
     if cfg.depth == 0 || cfg.depth > 4096 {
         return Err(IoError::Config(format!("depth {} must be in 1..=4096", cfg.depth)));
     }
+    // Register enough chunks with io_uring to hold one whole batch: reads
+    // into fixed buffers skip pinning user pages on every I/O. (Chunks are
+    // at least 256 KiB; see VolumeOptions::max_io_bytes.)
+    let chunk = cfg.block.max(256 << 10);
+    let batch_bytes = batch_blocks(cfg, cfg.paths.len(), u64::MAX) * cfg.block;
     let opts = VolumeOptions {
         page_size: PAGE,
         stripe_pages: (cfg.stripe_bytes / PAGE) as u64,
         backend: cfg.backend.map_or(BackendChoice::Auto, BackendChoice::Force),
         inflight_per_member: cfg.depth,
         max_io_bytes: cfg.block.max(PAGE),
+        registered_chunks: (batch_bytes.div_ceil(chunk) + 1).clamp(16, 1024),
         posix_threads: cfg.depth.min(256),
         writable: true,
         ..Default::default()
@@ -131,16 +205,37 @@ pub fn prepare(cfg: &IoBenchConfig, progress: &mut dyn FnMut(u64, u64)) -> Resul
     Volume::open(&cfg.paths, opts)
 }
 
-/// Runs the timed loop on a prepared volume.
+/// Blocks per `Volume::read`/`write` call. Depth 1 is one synchronous I/O
+/// per call; deeper runs hand the volume batches large enough that the drain
+/// at a batch's end costs little (32 times the in-flight total), but at most
+/// 256 MiB of buffers.
+fn batch_blocks(cfg: &IoBenchConfig, members: usize, blocks: u64) -> usize {
+    if cfg.depth <= 1 {
+        return 1;
+    }
+    let by_depth = cfg.depth * 32 * members.max(1);
+    let by_bytes = ((256usize << 20) / cfg.block).max(cfg.depth * members.max(1) * 4);
+    (by_depth.min(by_bytes) as u64).min(blocks) as usize
+}
+
+/// Runs the timed loop on a prepared volume with uniform random offsets.
 pub fn run(v: &Volume, cfg: &IoBenchConfig) -> Result<IoBenchResult> {
+    run_dist(v, cfg, Dist::Uniform)
+}
+
+/// Runs the timed loop with random offsets drawn from `dist` (ignored by the
+/// sequential pattern).
+pub fn run_dist(v: &Volume, cfg: &IoBenchConfig, dist: Dist) -> Result<IoBenchResult> {
     let ppb = (cfg.block / PAGE) as u64;
     let blocks = v.num_pages().min(cfg.size / PAGE as u64) / ppb;
     if blocks == 0 {
         return Err(IoError::Config("volume holds no whole block".into()));
     }
-    // Depth 1 is one synchronous I/O per call; deeper runs hand the volume
-    // batches large enough that the drain at a batch's end costs little.
-    let per_batch = if cfg.depth == 1 { 1 } else { (cfg.depth * 32 * v.stripe().members as usize).min(blocks as usize) };
+    let per_batch = batch_blocks(cfg, v.stripe().members as usize, blocks);
+    let zipf = match dist {
+        Dist::Zipf(theta) => Some(Zipf::new(blocks, theta, cfg.seed)),
+        Dist::Uniform => None,
+    };
     let mut data = AlignedBuf::zeroed(per_batch * cfg.block);
     data.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
     let mut seed = cfg.seed ^ 0x5eed;
@@ -160,11 +255,12 @@ pub fn run(v: &Volume, cfg: &IoBenchConfig) -> Result<IoBenchResult> {
                 }
             }
             _ => {
-                for _ in 0..per_batch {
-                    starts.push(splitmix(&mut seed) % blocks);
+                match &zipf {
+                    None => (0..per_batch).for_each(|_| starts.push(splitmix(&mut seed) % blocks)),
+                    Some(z) => (0..per_batch).for_each(|_| starts.push(z.next(&mut seed))),
                 }
-                // Unique blocks, as fio's random map gives; the volume would
-                // drop the repeats anyway.
+                // Unique blocks, as fio's random map gives for uniform
+                // offsets; the volume would drop the repeats anyway.
                 starts.sort_unstable();
                 starts.dedup();
             }
@@ -198,4 +294,38 @@ pub fn run(v: &Volume, cfg: &IoBenchConfig) -> Result<IoBenchResult> {
         p50_us: w(|s| s.p50_us),
         p99_us: w(|s| s.p99_us),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dist_parses() {
+        assert_eq!("uniform".parse::<Dist>().unwrap(), Dist::Uniform);
+        assert_eq!("zipf:1.2".parse::<Dist>().unwrap(), Dist::Zipf(1.2));
+        assert!("zipf:1".parse::<Dist>().is_err());
+        assert!("zipf:-2".parse::<Dist>().is_err());
+        assert!("pareto:0.2".parse::<Dist>().is_err());
+    }
+
+    #[test]
+    fn zipf_is_skewed_and_in_range() {
+        for theta in [0.8, 1.2] {
+            let n = 100_000u64;
+            let z = Zipf::new(n, theta, 7);
+            let mut seed = 3;
+            let mut counts = std::collections::HashMap::new();
+            for _ in 0..200_000 {
+                let b = z.next(&mut seed);
+                assert!(b < n);
+                *counts.entry(b).or_insert(0u32) += 1;
+            }
+            let mut c: Vec<u32> = counts.into_values().collect();
+            c.sort_unstable_by(|a, b| b.cmp(a));
+            let top100: u32 = c.iter().take(100).sum();
+            // Uniform would put ~0.1% of draws on the 100 hottest blocks.
+            assert!(top100 > 200_000 / 20, "theta {theta}: top 100 blocks got {top100}");
+        }
+    }
 }
