@@ -2,6 +2,7 @@
 
 mod bench;
 mod graph;
+mod run;
 mod util;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +24,8 @@ enum Cmd {
     Verify(graph::VerifyArgs),
     /// Prints the neighbor lists of some vertices.
     Neighbors(graph::NeighborsArgs),
+    /// Runs an analytics algorithm; prints `vertex value` lines (LDBC Graphalytics format).
+    Run(run::RunArgs),
     /// Benchmarks that compare SolidGraph with baselines in the same run.
     #[command(subcommand)]
     Bench(bench::BenchCmd),
@@ -36,6 +39,7 @@ fn main() {
         Cmd::Info(a) => graph::info_cmd(a),
         Cmd::Verify(a) => graph::verify_cmd(a),
         Cmd::Neighbors(a) => graph::neighbors_cmd(a),
+        Cmd::Run(a) => run::run_cmd(a),
         Cmd::Bench(b) => bench::run(b),
     };
     if let Err(e) = res {
