@@ -167,7 +167,8 @@ impl<'a> Lists<'a> {
 /// Per-vertex concatenation of two CSRs over the same ids.
 fn concat(a: &Csr, b: &Csr) -> Csr {
     let n = a.indptr.len() - 1;
-    let mut out = Csr { indptr: Vec::with_capacity(n + 1), indices: Vec::with_capacity(a.indices.len() + b.indices.len()), weights: None, labels: None };
+    // Edge ids span two directions here, so none are kept.
+    let mut out = Csr { indptr: Vec::with_capacity(n + 1), indices: Vec::with_capacity(a.indices.len() + b.indices.len()), first_edge: Vec::new(), weights: None, labels: None };
     out.indptr.push(0);
     for i in 0..n {
         out.indices.extend_from_slice(&a.indices[a.indptr[i] as usize..a.indptr[i + 1] as usize]);

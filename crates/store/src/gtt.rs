@@ -3,20 +3,26 @@
 //! lookup is a binary search; one entry per page, not per vertex, so it stays
 //! in memory. Extent pages repeat their owner vertex, flagged.
 //!
-//! On disk: GTT pages of 16-byte entries `(key, page number)`, key's top bit
-//! set for extent pages; header `count` is the entries in the page.
+//! Each entry also holds the number of edges stored before its page, so a
+//! list's position in the direction's CSR order (its global edge id) is known
+//! without reading anything else.
+//!
+//! On disk: GTT pages of 24-byte entries `(key, page number, edges before)`,
+//! key's top bit set for extent pages; header `count` is the entries in the
+//! page.
 
 use crate::error::{Result, StoreError};
 use crate::page::{HEADER, Header, Kind, seal, u64_at};
 
 const EXTENT: u64 = 1 << 63;
-pub const ENTRY: usize = 16;
+pub const ENTRY: usize = 24;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Gtt {
     /// First vertex of each page, EXTENT bit set on extent pages.
     keys: Vec<u64>,
     pages: Vec<u64>,
+    edges_before: Vec<u64>,
 }
 
 /// Where a vertex's list lives.
@@ -24,18 +30,25 @@ pub struct Gtt {
 pub enum Loc {
     /// No adjacency page can hold it: degree 0.
     Nowhere,
-    /// In the packed page with this page number (it may still be absent).
-    Packed(u64),
+    /// In the packed page at this GTT index (it may still be absent).
+    Packed(usize),
     /// Owns `len` pages from GTT index `first`.
     Extent { first: usize, len: usize },
 }
 
 impl Gtt {
-    pub fn push(&mut self, first_vertex: u64, page: u64, extent: bool) {
+    pub fn push(&mut self, first_vertex: u64, page: u64, extent: bool, edges_before: u64) {
         debug_assert!(first_vertex < EXTENT);
         debug_assert!(self.keys.last().is_none_or(|&k| k & !EXTENT <= first_vertex));
+        debug_assert!(self.edges_before.last().is_none_or(|&e| e <= edges_before));
         self.keys.push(first_vertex | if extent { EXTENT } else { 0 });
         self.pages.push(page);
+        self.edges_before.push(edges_before);
+    }
+
+    /// Edges stored in pages before page `i` (the global id of its first edge).
+    pub fn edges_before(&self, i: usize) -> u64 {
+        self.edges_before[i]
     }
 
     pub fn len(&self) -> usize {
@@ -59,7 +72,7 @@ impl Gtt {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.keys.len() * 16
+        self.keys.len() * ENTRY
     }
 
     /// Index of the first page whose first vertex is >= v.
@@ -75,7 +88,7 @@ impl Gtt {
         }
         let i = hi - 1;
         if !self.is_extent(i) {
-            return Loc::Packed(self.pages[i]);
+            return Loc::Packed(i);
         }
         if self.first_vertex(i) != v {
             // v falls after an extent and before the next page: no edges.
@@ -103,6 +116,7 @@ impl Gtt {
                 let at = HEADER + j * ENTRY;
                 page[at..at + 8].copy_from_slice(&k.to_le_bytes());
                 page[at + 8..at + 16].copy_from_slice(&self.pages[p * per + j].to_le_bytes());
+                page[at + 16..at + 24].copy_from_slice(&self.edges_before[p * per + j].to_le_bytes());
             }
             seal(first_page + p as u64, page, &Header { kind: Kind::Gtt, epoch, key: 0, count: chunk.len() as u32, aux: 0 });
         }
@@ -122,8 +136,13 @@ impl Gtt {
             {
                 return Err(StoreError::Corrupt { page: page_no, reason: "GTT entries out of order".into() });
             }
+            let eb = u64_at(page, at + 16);
+            if self.edges_before.last().is_some_and(|&last| last > eb) {
+                return Err(StoreError::Corrupt { page: page_no, reason: "GTT edge counts decrease".into() });
+            }
             self.keys.push(k);
             self.pages.push(u64_at(page, at + 8));
+            self.edges_before.push(eb);
         }
         Ok(())
     }
@@ -136,19 +155,19 @@ mod tests {
     #[test]
     fn locate_packed_extent_and_gaps() {
         let mut g = Gtt::default();
-        g.push(0, 10, false); // vertices 0..5
-        g.push(5, 11, true); // 5 owns 3 pages
-        g.push(5, 12, true);
-        g.push(5, 13, true);
-        g.push(9, 14, false);
-        assert_eq!(g.locate(0), Loc::Packed(10));
-        assert_eq!(g.locate(4), Loc::Packed(10));
+        g.push(0, 10, false, 0); // vertices 0..5
+        g.push(5, 11, true, 40); // 5 owns 3 pages
+        g.push(5, 12, true, 540);
+        g.push(5, 13, true, 1040);
+        g.push(9, 14, false, 1100);
+        assert_eq!(g.locate(0), Loc::Packed(0));
+        assert_eq!(g.locate(4), Loc::Packed(0));
         assert_eq!(g.locate(5), Loc::Extent { first: 1, len: 3 });
         assert_eq!(g.locate(6), Loc::Nowhere);
-        assert_eq!(g.locate(9), Loc::Packed(14));
-        assert_eq!(g.locate(1 << 40), Loc::Packed(14));
+        assert_eq!(g.locate(9), Loc::Packed(4));
+        assert_eq!(g.locate(1 << 40), Loc::Packed(4));
         let mut e = Gtt::default();
-        e.push(3, 1, false);
+        e.push(3, 1, false, 0);
         assert_eq!(e.locate(2), Loc::Nowhere);
 
         let ps = 4096;

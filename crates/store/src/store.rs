@@ -50,11 +50,14 @@ impl Default for OpenOptions {
 }
 
 /// Neighbor lists of a batch in CSR form: the lists of `ids[i]` are
-/// `indices[indptr[i]..indptr[i + 1]]`, sorted by neighbor id.
+/// `indices[indptr[i]..indptr[i + 1]]`, sorted by neighbor id. The k-th edge
+/// of list i has global edge id `first_edge[i] + k` (its position in the
+/// direction's CSR order).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Csr {
     pub indptr: Vec<u64>,
     pub indices: Vec<u64>,
+    pub first_edge: Vec<u64>,
     pub weights: Option<Vec<f32>>,
     pub labels: Option<Vec<u32>>,
 }
@@ -278,7 +281,7 @@ impl Store {
             let loc = gtt.locate(v);
             match loc {
                 Loc::Nowhere => {}
-                Loc::Packed(p) => pages.push(p),
+                Loc::Packed(i) => pages.push(gtt.page(i)),
                 Loc::Extent { first, len } => pages.extend((first..first + len).map(|i| gtt.page(i))),
             }
             locs.push(loc);
@@ -286,16 +289,16 @@ impl Store {
         (locs, pages)
     }
 
-    /// Calls `f(i, block, degree)` for every block of id i's list, in order.
-    /// `pages` come from `plan`, fetched in the same order.
-    pub(crate) fn walk_lists(&self, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], mut f: impl FnMut(usize, &[u8], usize)) -> Result<()> {
+    /// Calls `f(i, block, degree, first edge id)` for every block of id i's
+    /// list, in order. `pages` come from `plan`, fetched in the same order.
+    pub(crate) fn walk_lists(&self, gtt: &Gtt, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], mut f: impl FnMut(usize, &[u8], usize, u64)) -> Result<()> {
         let fmt = self.sb.fmt;
         let eb = fmt.edge_bytes();
         let mut k = 0;
         for (i, (&v, loc)) in ids.iter().zip(locs).enumerate() {
             match *loc {
                 Loc::Nowhere => {}
-                Loc::Packed(_) => {
+                Loc::Packed(gi) => {
                     let (pg, pno) = (&fetched[k], pages[k]);
                     k += 1;
                     let h = page::open_kind_trusted(pno, pg, Kind::Packed)?;
@@ -304,10 +307,10 @@ impl Store {
                         if s < HEADER || s > e || e > dir_start || (e - s) % eb != 0 {
                             return Err(StoreError::Corrupt { page: pno, reason: format!("bad directory entry for vertex {v}") });
                         }
-                        f(i, &pg[s..e], (e - s) / eb);
+                        f(i, &pg[s..e], (e - s) / eb, gtt.edges_before(gi) + ((s - HEADER) / eb) as u64);
                     }
                 }
-                Loc::Extent { len, .. } => {
+                Loc::Extent { first, len } => {
                     let per = fmt.per_extent_page(self.page_size());
                     for j in 0..len {
                         let (pg, pno) = (&fetched[k], pages[k]);
@@ -317,7 +320,7 @@ impl Store {
                         if h.key != v || h.aux as usize != j || d > per || (j + 1 < len && d != per) {
                             return Err(StoreError::Corrupt { page: pno, reason: format!("extent page {j} of vertex {v} is inconsistent") });
                         }
-                        f(i, &pg[HEADER..HEADER + d * eb], d);
+                        f(i, &pg[HEADER..HEADER + d * eb], d, gtt.edges_before(first + j));
                     }
                 }
             }
@@ -331,7 +334,7 @@ impl Store {
         let gtt = self.gtt(dir)?;
         let (locs, pages) = self.plan(gtt, ids);
         let fetched = self.fetch(&pages)?;
-        self.decode_csr(ids, &locs, &pages, &fetched, weights, labels)
+        self.decode_csr(gtt, ids, &locs, &pages, &fetched, weights, labels)
     }
 
     pub(crate) fn check_columns(&self, weights: bool, labels: bool) -> Result<()> {
@@ -345,15 +348,20 @@ impl Store {
     }
 
     /// Builds the CSR of `ids` from their planned, fetched pages.
-    pub(crate) fn decode_csr(&self, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], weights: bool, labels: bool) -> Result<Csr> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn decode_csr(&self, gtt: &Gtt, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], weights: bool, labels: bool) -> Result<Csr> {
         let fmt: EdgeFormat = self.sb.fmt;
         let mut csr = Csr {
             indptr: vec![0; ids.len() + 1],
             indices: Vec::new(),
+            first_edge: vec![0; ids.len()],
             weights: weights.then(Vec::new),
             labels: labels.then(Vec::new),
         };
-        self.walk_lists(ids, locs, pages, fetched, |i, block, d| {
+        self.walk_lists(gtt, ids, locs, pages, fetched, |i, block, d, e| {
+            if csr.indptr[i + 1] == 0 {
+                csr.first_edge[i] = e;
+            }
             csr.indptr[i + 1] += d as u64;
             fmt.get_block(block, d, &mut csr.indices, csr.weights.as_mut(), csr.labels.as_mut());
         })?;
@@ -369,7 +377,7 @@ impl Store {
         let (locs, pages) = self.plan(gtt, ids);
         let fetched = self.fetch(&pages)?;
         let mut deg = vec![0u64; ids.len()];
-        self.walk_lists(ids, &locs, &pages, &fetched, |i, _, d| deg[i] += d as u64)?;
+        self.walk_lists(gtt, ids, &locs, &pages, &fetched, |i, _, d, _| deg[i] += d as u64)?;
         Ok(deg)
     }
 
@@ -387,7 +395,7 @@ impl Store {
         let fetched = self.fetch(&pages)?;
         let fmt = self.sb.fmt;
         let mut out = vec![f32::NAN; src.len()];
-        self.walk_lists(src, &locs, &pages, &fetched, |i, block, d| {
+        self.walk_lists(&self.out, src, &locs, &pages, &fetched, |i, block, d, _| {
             // Lists are sorted by neighbor id: binary search the block.
             let want = dst[i];
             let (mut lo, mut hi) = (0, d);

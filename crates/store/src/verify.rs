@@ -97,6 +97,9 @@ impl Store {
             if gtt.first_vertex(i) != h.key || gtt.is_extent(i) != (h.kind == Kind::Extent) {
                 return Err(corrupt(format!("translation table says vertex {}, page says {}", gtt.first_vertex(i), h.key)));
             }
+            if gtt.edges_before(i) != edges {
+                return Err(corrupt(format!("translation table counts {} edges before this page, the pages hold {edges}", gtt.edges_before(i))));
+            }
             let mut check_list = |v: u64, block: &[u8], d: usize, ids: &mut Vec<u64>| -> Result<()> {
                 ids.clear();
                 fmt.get_block(block, d, ids, None, None);

@@ -75,6 +75,14 @@ fn check_store(path: &Path, g: &Graph, o: &ImportOptions, num_nodes: u64) {
         ids.extend((0..num_nodes).rev().step_by(3));
         let csr = s.neighbors(&ids, dir, o.weights, o.labels).unwrap();
         let deg = s.degree(&ids, dir).unwrap();
+        // Edge ids are positions in the direction's CSR order.
+        let mut before = 0u64;
+        for v in 0..num_nodes as usize {
+            if deg[v] > 0 {
+                assert_eq!(csr.first_edge[v], before, "{dir:?} first edge id of {v}");
+            }
+            before += deg[v];
+        }
         for (i, &v) in ids.iter().enumerate() {
             let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
             let empty = Vec::new();

@@ -101,6 +101,8 @@ struct Builder<'a> {
     ws: Vec<f32>,
     ls: Vec<u32>,
     has_self: bool,
+    /// Edges written before the packed page being built.
+    packed_base: u64,
     /// Extent pages already written for `v` (0: not an extent yet).
     extent_pages: u32,
 }
@@ -143,7 +145,7 @@ impl Builder<'_> {
         let fmt = self.o.fmt;
         write_extent_page(&fmt, self.w.page(), no, self.o.epoch, v, idx, &self.ids[..n], &self.ws[..n], &self.ls[..n]);
         self.w.done()?;
-        self.gtt.push(v, no, true);
+        self.gtt.push(v, no, true, self.edges);
         self.extent_pages += 1;
         self.edges += n as u64;
         self.ids.drain(..n);
@@ -160,7 +162,7 @@ impl Builder<'_> {
         let first = self.packed.first();
         self.packed.finish(self.w.page(), no, self.o.epoch);
         self.w.done()?;
-        self.gtt.push(first, no, false);
+        self.gtt.push(first, no, false, self.packed_base);
         Ok(())
     }
 
@@ -178,6 +180,9 @@ impl Builder<'_> {
         } else if d > 0 {
             if !self.packed.fits(self.v, d) {
                 self.close_packed()?;
+            }
+            if self.packed.is_empty() {
+                self.packed_base = self.edges;
             }
             let (v, ids, ws, ls) = (self.v, &self.ids, &self.ws, &self.ls);
             self.packed.add(self.w.page(), v, ids, ws, ls);
@@ -207,6 +212,7 @@ pub fn lay_out(vol: &Volume, first_page: u64, merged: &mut Merged, o: &LayoutOpt
         ws: Vec::new(),
         ls: Vec::new(),
         has_self: false,
+        packed_base: 0,
         extent_pages: 0,
     };
     let mut seen = 0u64;
