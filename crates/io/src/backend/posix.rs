@@ -1,6 +1,9 @@
 //! POSIX backend: pread/pwrite on a pool of worker threads, for hosts that
-//! refuse io_uring. The submitting thread keeps up to `cap` ops per member
-//! with the workers and hands out the member's next op as each completes.
+//! refuse io_uring. A batch becomes "lanes": up to `cap` per member, each a
+//! job that takes the member's next op (an atomic index), runs it and takes
+//! another until the member's ops run out. So the in-flight cap holds and a
+//! thread hand-off costs once per lane, not once per I/O (two hand-offs and
+//! two context switches per I/O were the POSIX backend's limit at depth 64).
 //! Batches at or below the inline watermark run in the caller's thread: one
 //! page read should not pay for two thread hand-offs.
 
@@ -8,6 +11,8 @@ use std::fs::File;
 use std::ops::Range;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
@@ -15,22 +20,35 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use super::{Backend, BackendKind, ExecCtx, IoOp, file_len, grow_file, sync_file};
 use crate::error::Result;
 
-struct Job {
-    fd: RawFd,
-    op: IoOp,
-    idx: usize,
-    done: Sender<Done>,
+/// One batch as the lanes see it.
+struct Batch {
+    ops: Vec<IoOp>,
+    ranges: Vec<Range<usize>>,
+    next: Vec<AtomicUsize>,
+    fds: Vec<RawFd>,
+    /// Set by the first failing op: lanes stop taking ops.
+    stop: AtomicBool,
+    done: Sender<LaneDone>,
 }
 
-struct Done {
-    idx: usize,
-    /// Ok(elapsed) or Err(errno); errno 0 means the file ended early.
-    res: std::result::Result<Duration, i32>,
+/// A worker's job: run member `member`'s ops until none are left.
+struct Lane {
+    batch: Arc<Batch>,
+    member: usize,
+}
+
+struct LaneDone {
+    member: usize,
+    read: u64,
+    written: u64,
+    lat_ns: Vec<u64>,
+    /// (op index, errno); errno 0 means the file ended early.
+    err: Option<(usize, i32)>,
 }
 
 pub(crate) struct PosixBackend {
     files: Vec<File>,
-    jobs: Sender<Job>,
+    jobs: Sender<Lane>,
     workers: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -62,17 +80,46 @@ fn run_op(fd: RawFd, op: &IoOp) -> std::result::Result<Duration, i32> {
     Ok(t.elapsed())
 }
 
-fn worker(rx: Receiver<Job>) {
-    while let Ok(job) = rx.recv() {
-        let res = run_op(job.fd, &job.op);
-        // The submitter waits for every job it handed out, so it is listening.
-        let _ = job.done.send(Done { idx: job.idx, res });
+fn run_lane(lane: Lane) {
+    let b = &*lane.batch;
+    let m = lane.member;
+    let range = &b.ranges[m];
+    let mut d = LaneDone { member: m, read: 0, written: 0, lat_ns: Vec::new(), err: None };
+    while !b.stop.load(Ordering::Relaxed) {
+        let i = b.next[m].fetch_add(1, Ordering::Relaxed);
+        if i >= range.end {
+            break;
+        }
+        let op = &b.ops[i];
+        match run_op(b.fds[m], op) {
+            Ok(lat) => {
+                if op.write {
+                    d.written += op.len as u64;
+                } else {
+                    d.read += op.len as u64;
+                }
+                d.lat_ns.push(lat.as_nanos() as u64);
+            }
+            Err(errno) => {
+                d.err = Some((i, errno));
+                b.stop.store(true, Ordering::Relaxed);
+                break;
+            }
+        }
+    }
+    // The submitter waits for every lane it handed out, so it is listening.
+    let _ = b.done.send(d);
+}
+
+fn worker(rx: Receiver<Lane>) {
+    while let Ok(lane) = rx.recv() {
+        run_lane(lane);
     }
 }
 
 impl PosixBackend {
     pub(crate) fn new(files: Vec<File>, threads: usize) -> std::io::Result<PosixBackend> {
-        let (tx, rx) = unbounded::<Job>();
+        let (tx, rx) = unbounded::<Lane>();
         let mut workers = Vec::with_capacity(threads);
         for i in 0..threads.max(1) {
             let rx = rx.clone();
@@ -116,39 +163,31 @@ impl Backend for PosixBackend {
             }
             return first_err.map_or(Ok(()), Err);
         }
-        let (done_tx, done_rx) = unbounded::<Done>();
-        let mut next: Vec<usize> = by_member.iter().map(|r| r.start).collect();
-        let mut inflight = vec![0usize; by_member.len()];
-        let mut total = 0usize;
-        let mut stop = false;
-        loop {
-            if !stop {
-                for (m, range) in by_member.iter().enumerate() {
-                    while inflight[m] < ctx.cap && next[m] < range.end {
-                        let idx = next[m];
-                        next[m] += 1;
-                        let job = Job { fd: self.files[m].as_raw_fd(), op: ops[idx], idx, done: done_tx.clone() };
-                        self.jobs.send(job).expect("posix workers live as long as the backend");
-                        inflight[m] += 1;
-                        total += 1;
-                    }
-                    ctx.counters[m].record_inflight(inflight[m]);
-                }
+        let (done_tx, done_rx) = unbounded::<LaneDone>();
+        let batch = Arc::new(Batch {
+            ops: ops.to_vec(),
+            ranges: by_member.to_vec(),
+            next: by_member.iter().map(|r| AtomicUsize::new(r.start)).collect(),
+            fds: self.files.iter().map(|f| f.as_raw_fd()).collect(),
+            stop: AtomicBool::new(false),
+            done: done_tx,
+        });
+        let mut lanes = 0usize;
+        for (m, range) in by_member.iter().enumerate() {
+            let n = range.len().min(ctx.cap);
+            for _ in 0..n {
+                self.jobs.send(Lane { batch: batch.clone(), member: m }).expect("posix workers live as long as the backend");
             }
-            if total == 0 {
-                break;
+            if n > 0 {
+                ctx.counters[m].record_inflight(n);
             }
-            let d = done_rx.recv().expect("done_tx is held here");
-            let op = &ops[d.idx];
-            let m = op.member as usize;
-            inflight[m] -= 1;
-            total -= 1;
-            match d.res {
-                Ok(lat) => ctx.counters[m].record_io(op.write, op.len as u64, lat),
-                Err(errno) => {
-                    fail(op, errno);
-                    stop = true;
-                }
+            lanes += n;
+        }
+        for _ in 0..lanes {
+            let d = done_rx.recv().expect("every lane reports");
+            ctx.counters[d.member].record_ios(d.read, d.written, &d.lat_ns);
+            if let Some((i, errno)) = d.err {
+                fail(&ops[i], errno);
             }
         }
         first_err.map_or(Ok(()), Err)
