@@ -1,5 +1,9 @@
 //! PyO3 glue only: numpy in and out, the GIL released around engine work.
 
+mod convert;
+mod graph;
+mod import;
+
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -59,5 +63,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("SolidGraphError", m.py().get_type::<SolidGraphError>())?;
     m.add_function(wrap_pyfunction!(bench_io, m)?)?;
+    m.add_function(wrap_pyfunction!(import::import_graph, m)?)?;
+    m.add_function(wrap_pyfunction!(graph::open, m)?)?;
+    m.add_class::<graph::Graph>()?;
     Ok(())
 }

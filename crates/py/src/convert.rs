@@ -1,0 +1,54 @@
+//! numpy <-> Rust conversions shared by the bindings.
+
+use std::fmt::Display;
+
+use numpy::{Element, PyArray1, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods, get_array_module};
+use pyo3::prelude::*;
+
+use crate::err;
+
+/// `numpy.asarray(obj)`: lists, tuples and ranges become arrays the way
+/// numpy sees them, so one code path checks every input form.
+pub fn as_array<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>> {
+    let a = get_array_module(obj.py())?.call_method1("asarray", (obj,))?;
+    Ok(a.downcast_into::<PyUntypedArray>()?)
+}
+
+fn try_ints<T>(a: &Bound<'_, PyUntypedArray>, what: &str) -> Option<PyResult<Vec<u64>>>
+where
+    T: Element + Copy + Display,
+    u64: TryFrom<T>,
+{
+    let a = a.downcast::<PyArray1<T>>().ok()?.readonly();
+    let v = a.as_array().iter().map(|&x| u64::try_from(x).map_err(|_| err(format!("{what} must be non-negative, not {x}")))).collect();
+    Some(v)
+}
+
+/// Vertex ids (or other unsigned integers) from any 1-D integer array or
+/// sequence of ints. Always copied: the store reads them with the GIL
+/// released, while another Python thread could write to the caller's array.
+/// Negative values are an error, not huge unsigned ids.
+pub fn u64_vec(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u64>> {
+    let a = as_array(obj)?;
+    if a.ndim() != 1 {
+        return Err(err(format!("{what} must be 1-D, not shape {:?}", a.shape())));
+    }
+    try_ints::<u64>(&a, what)
+        .or_else(|| try_ints::<i64>(&a, what))
+        .or_else(|| try_ints::<u32>(&a, what))
+        .or_else(|| try_ints::<i32>(&a, what))
+        .or_else(|| try_ints::<u16>(&a, what))
+        .or_else(|| try_ints::<i16>(&a, what))
+        .or_else(|| try_ints::<u8>(&a, what))
+        .or_else(|| try_ints::<i8>(&a, what))
+        // `numpy.asarray([])` is float64; an empty list is still no ids.
+        .or_else(|| (a.len() == 0).then(|| Ok(Vec::new())))
+        .unwrap_or_else(|| Err(err(format!("{what} must be integers, not {}", a.dtype()))))
+}
+
+/// A u64 result as an int64 array without a copy: the Vec moves into numpy
+/// and is viewed as int64 (vertex ids and degrees are below 2^63; PyTorch
+/// and PyG index with int64).
+pub fn int64_array<'py>(py: Python<'py>, v: Vec<u64>) -> PyResult<Bound<'py, PyAny>> {
+    PyArray1::from_vec(py, v).call_method1("view", ("int64",))
+}

@@ -1,0 +1,204 @@
+//! `solidgraph.import_graph`: Python edge and tensor inputs become the
+//! store's `EdgeInput`/`TensorInput`, then the store's import runs with the
+//! GIL released.
+
+use std::path::PathBuf;
+
+use numpy::{AllowTypeChange, PyArray1, PyArrayLike1, PyArrayMethods, PyUntypedArrayMethods, get_array_module};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use solidgraph_store::{DType, EdgeInput, ImportOptions, TensorData, TensorInput, import};
+
+use crate::convert::{as_array, u64_vec};
+use crate::err;
+
+fn f32_vec(obj: &Bound<'_, PyAny>) -> PyResult<Vec<f32>> {
+    let a: PyArrayLike1<f32, AllowTypeChange> = obj.extract()?;
+    Ok(a.as_array().iter().copied().collect())
+}
+
+fn u32_vec(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u32>> {
+    u64_vec(obj, what)?.into_iter().map(|x| u32::try_from(x).map_err(|_| err(format!("{what} must fit in 32 bits, not {x}")))).collect()
+}
+
+fn memory_edges(src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, weights: Option<&Bound<'_, PyAny>>, labels: Option<&Bound<'_, PyAny>>) -> PyResult<EdgeInput> {
+    Ok(EdgeInput::Memory {
+        src: u64_vec(src, "edge sources")?,
+        dst: u64_vec(dst, "edge destinations")?,
+        weights: weights.map(f32_vec).transpose()?,
+        labels: labels.map(|l| u32_vec(l, "edge labels")).transpose()?,
+    })
+}
+
+/// `edges` as files: one path, or a pair of .npy paths.
+fn edge_files(edges: &Bound<'_, PyAny>) -> Option<EdgeInput> {
+    if let Ok(p) = edges.extract::<PathBuf>() {
+        return Some(EdgeInput::File(p));
+    }
+    let (a, b) = edges.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>().ok()?;
+    Some(EdgeInput::NpyPair(a.extract().ok()?, b.extract().ok()?))
+}
+
+/// The forms `edges` may take: a path, a pair of .npy paths, a (src, dst[,
+/// weights]) tuple of arrays, or a (2, E) array.
+fn edge_input(edges: &Bound<'_, PyAny>, weights: Option<&Bound<'_, PyAny>>, labels: Option<&Bound<'_, PyAny>>) -> PyResult<EdgeInput> {
+    if let Some(files) = edge_files(edges) {
+        if weights.is_some() || labels.is_some() {
+            return Err(err("edge_weights and edge_labels go with edges given as arrays; files carry their own columns"));
+        }
+        return Ok(files);
+    }
+    if let Ok(t) = edges.downcast::<PyTuple>() {
+        let items: Vec<Bound<'_, PyAny>> = t.iter().collect();
+        return match &items[..] {
+            [s, d] => memory_edges(s, d, weights, labels),
+            [_, _, _] if weights.is_some() => Err(err("weights given twice: in the edges tuple and as edge_weights")),
+            [s, d, w] => memory_edges(s, d, Some(w), labels),
+            other => Err(err(format!("an edges tuple is (src, dst) or (src, dst, weights), not {} items", other.len()))),
+        };
+    }
+    let a = as_array(edges)?;
+    if a.ndim() == 2 && a.shape()[0] == 2 {
+        return memory_edges(&a.get_item(0)?, &a.get_item(1)?, weights, labels);
+    }
+    Err(err(format!(
+        "edges must be a path, a pair of .npy paths, a (2, E) integer array or a (src, dst[, weights]) tuple of arrays; got an array of shape {:?}",
+        a.shape()
+    )))
+}
+
+fn tensor_input(name: String, v: &Bound<'_, PyAny>) -> PyResult<TensorInput> {
+    let py = v.py();
+    let np = get_array_module(py)?;
+    if !v.is_instance(&np.getattr("ndarray")?)? {
+        let p: PathBuf = v.extract().map_err(|_| err(format!("tensor {name:?} must be a numpy array or a .npy path")))?;
+        return Ok(TensorInput { name, data: TensorData::Npy(p) });
+    }
+    let descr: String = v.getattr("dtype")?.getattr("str")?.extract()?;
+    let dtype = DType::parse(&descr)
+        .ok_or_else(|| err(format!("tensor {name:?}: dtype {descr} is not one of float32, float16, int64, int32, uint8, bool (little-endian)")))?;
+    let shape: Vec<u64> = v.getattr("shape")?.extract()?;
+    let (rows, dim) = match shape[..] {
+        [n] => (n, 1),
+        [n, d] => (n, d),
+        _ => return Err(err(format!("tensor {name:?} must be 1-D or 2-D, not shape {shape:?}"))),
+    };
+    // The store takes the rows as bytes: view the (C-ordered) array as
+    // uint8 and copy once.
+    let flat = np.call_method1("ascontiguousarray", (v,))?.call_method1("view", ("uint8",))?.call_method1("reshape", (-1,))?;
+    let bytes = flat.downcast::<PyArray1<u8>>()?.readonly().as_slice()?.to_vec();
+    Ok(TensorInput { name, data: TensorData::Memory { dtype, rows, dim, bytes } })
+}
+
+/// `progress=`: a flag, or a callable taking (phase, done, total).
+#[derive(FromPyObject)]
+pub enum ProgressArg<'py> {
+    Flag(bool),
+    Call(Bound<'py, PyAny>),
+}
+
+/// Where import progress goes: `progress=True` writes a line per step to
+/// sys.stderr (so notebooks show it too), a callable gets (phase, done, total).
+enum Progress {
+    Stderr(PyObject),
+    Call(PyObject),
+}
+
+fn progress_sink(py: Python<'_>, progress: ProgressArg<'_>) -> PyResult<Option<Progress>> {
+    match progress {
+        ProgressArg::Flag(false) => Ok(None),
+        ProgressArg::Flag(true) => Ok(Some(Progress::Stderr(py.import("sys")?.getattr("stderr")?.getattr("write")?.unbind()))),
+        ProgressArg::Call(f) if f.is_callable() => Ok(Some(Progress::Call(f.unbind()))),
+        ProgressArg::Call(_) => Err(err("progress must be a bool or a callable taking (phase, done, total)")),
+    }
+}
+
+/// Builds a store at `out` (which must not exist) from `edges` and
+/// `node_tensors`, sorting on disk beyond `memory_budget`, and returns a
+/// report. `edges`: a text/CSV/.npy file, a pair of 1-D .npy files, a (2, E)
+/// integer array, or a (src, dst[, weights]) tuple of arrays. Node tensors:
+/// name -> (n,) or (n, d) array or .npy file of float32, float16, int64,
+/// int32, uint8 or bool. Weights or labels given as arrays are kept. A
+/// failed import leaves nothing behind.
+#[pyfunction]
+#[pyo3(signature = (
+    out, edges, node_tensors=None, *, edge_weights=None, edge_labels=None, undirected=false, self_loops=false,
+    dedup=false, weights=false, labels=false, in_edges=false, num_nodes=None, page_size=4096, fill_factor=0.9,
+    memory_budget=1073741824, members=1, progress=ProgressArg::Flag(false),
+))]
+// Spelled out because pyo3 shows the non-literal progress default as "...".
+#[pyo3(text_signature = "(out, edges, node_tensors=None, *, edge_weights=None, edge_labels=None, undirected=False, \
+    self_loops=False, dedup=False, weights=False, labels=False, in_edges=False, num_nodes=None, page_size=4096, \
+    fill_factor=0.9, memory_budget=1073741824, members=1, progress=False)")]
+#[allow(clippy::too_many_arguments)]
+pub fn import_graph<'py>(
+    py: Python<'py>,
+    out: PathBuf,
+    edges: &Bound<'py, PyAny>,
+    node_tensors: Option<&Bound<'py, PyDict>>,
+    edge_weights: Option<&Bound<'py, PyAny>>,
+    edge_labels: Option<&Bound<'py, PyAny>>,
+    undirected: bool,
+    self_loops: bool,
+    dedup: bool,
+    weights: bool,
+    labels: bool,
+    in_edges: bool,
+    num_nodes: Option<u64>,
+    page_size: usize,
+    fill_factor: f64,
+    memory_budget: u64,
+    members: usize,
+    progress: ProgressArg<'py>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let edges = edge_input(edges, edge_weights, edge_labels)?;
+    // Weights or labels handed over as arrays are meant to be kept.
+    let (weights, labels) = match &edges {
+        EdgeInput::Memory { weights: w, labels: l, .. } => (weights || w.is_some(), labels || l.is_some()),
+        _ => (weights, labels),
+    };
+    let mut tensors = Vec::new();
+    for (k, v) in node_tensors.into_iter().flatten() {
+        tensors.push(tensor_input(k.extract()?, &v)?);
+    }
+    let sink = progress_sink(py, progress)?;
+    let report = |phase: &str, done: u64, total: u64| {
+        let Some(sink) = &sink else { return };
+        // The import runs without the GIL, partly on its own threads: take
+        // the GIL just for the call. A failing callback must not abort the
+        // import, so its error is reported, not raised.
+        Python::with_gil(|py| {
+            let r = match sink {
+                Progress::Stderr(write) => write.call1(py, (format!("solidgraph import: {phase} {done}/{total}\n"),)),
+                Progress::Call(f) => f.call1(py, (phase, done, total)),
+            };
+            if let Err(e) = r {
+                e.write_unraisable(py, None);
+            }
+        });
+    };
+    let o = ImportOptions {
+        undirected,
+        self_loops,
+        dedup,
+        weights,
+        labels,
+        in_edges,
+        page_size,
+        fill_factor,
+        memory_budget,
+        num_nodes,
+        members,
+        ..Default::default()
+    };
+    let r = py.allow_threads(|| import(&out, &[edges], &tensors, &o, &report)).map_err(err)?;
+    let d = PyDict::new(py);
+    d.set_item("num_nodes", r.num_nodes)?;
+    d.set_item("num_edges", r.num_edges)?;
+    d.set_item("input_edges", r.input_edges)?;
+    d.set_item("pages", r.pages)?;
+    d.set_item("bytes", r.bytes)?;
+    d.set_item("runs", r.runs)?;
+    d.set_item("seconds", r.seconds)?;
+    Ok(d)
+}
