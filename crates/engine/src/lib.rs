@@ -12,6 +12,7 @@ pub mod kcore;
 pub mod lcc;
 pub mod mis;
 pub mod pagerank;
+pub mod sampler;
 pub mod sssp;
 pub mod walks;
 pub mod wcc;

@@ -1,0 +1,212 @@
+//! GraphSAGE neighbor sampling at the store (SmartSAGE): one call per
+//! mini-batch. Each hop reads the lists of its whole frontier in one batch,
+//! samples, relabels, and the features of every sampled node are gathered in
+//! the same call (one batch of tensor pages). Output follows PyG's
+//! `SamplerOutput`: `node` (seeds first), local `row`/`col` per edge with
+//! messages flowing from `row` (the sampled neighbor) to `col` (the node it
+//! was sampled for), global `edge` ids, nodes and edges per hop.
+//!
+//! Every draw comes from a generator seeded by (seed, hop, vertex), so the
+//! result depends on the seed alone, not on batching or threads.
+
+use std::collections::HashMap;
+
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use solidgraph_store::{Csr, Direction, Rows, Store};
+
+use crate::error::{EngineError, Result};
+use crate::walks::{WalkOptions, random_walks};
+
+/// Fanout meaning "every neighbor" (PyG's convention).
+pub const ALL: i64 = -1;
+
+#[derive(Debug, Clone)]
+pub struct SampleOptions {
+    /// Neighbors per node at each hop; -1 takes all of them.
+    pub fanouts: Vec<i64>,
+    pub replace: bool,
+    /// Draw neighbors with probability proportional to edge weight.
+    pub weighted: bool,
+    /// In: sample the nodes that point at each node (PyG's default).
+    pub direction: Direction,
+    pub seed: u64,
+    /// Largest fanout accepted (a limit on the work of one call).
+    pub max_fanout: i64,
+    /// Tensors gathered for the sampled nodes.
+    pub tensors: Vec<String>,
+}
+
+impl Default for SampleOptions {
+    fn default() -> Self {
+        SampleOptions { fanouts: vec![10, 10], replace: false, weighted: false, direction: Direction::In, seed: 0, max_fanout: 10_000, tensors: Vec::new() }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sample {
+    pub node: Vec<u64>,
+    pub row: Vec<u64>,
+    pub col: Vec<u64>,
+    pub edge: Vec<u64>,
+    pub num_sampled_nodes: Vec<u64>,
+    pub num_sampled_edges: Vec<u64>,
+    /// One entry per requested tensor, rows in `node` order.
+    pub tensors: Vec<Rows>,
+}
+
+fn rng_for(seed: u64, hop: u64, v: u64) -> Xoshiro256PlusPlus {
+    let mut z = seed ^ hop.wrapping_mul(0xD1B5_4A32_D192_ED03) ^ v.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    Xoshiro256PlusPlus::seed_from_u64(z ^ (z >> 31))
+}
+
+/// Picks positions in a list of `d` edges; `w` holds their weights when
+/// sampling by weight.
+fn choose(rng: &mut Xoshiro256PlusPlus, d: usize, k: i64, replace: bool, w: Option<&[f32]>, out: &mut Vec<usize>) {
+    out.clear();
+    if d == 0 {
+        return;
+    }
+    if k == ALL || (!replace && k as usize >= d && w.is_none_or(|w| w.iter().all(|&x| x > 0.0))) {
+        out.extend(0..d);
+        return;
+    }
+    let k = k as usize;
+    match (w, replace) {
+        (None, true) => out.extend((0..k).map(|_| rng.random_range(0..d))),
+        (None, false) => {
+            // Floyd's algorithm: k distinct positions in O(k).
+            for j in d - k..d {
+                let t = rng.random_range(0..=j);
+                out.push(if out.contains(&t) { j } else { t });
+            }
+            out.sort_unstable();
+        }
+        (Some(w), true) => {
+            let mut acc = Vec::with_capacity(d);
+            let mut total = 0.0f64;
+            for &x in w {
+                total += x.max(0.0) as f64;
+                acc.push(total);
+            }
+            if total <= 0.0 {
+                return;
+            }
+            for _ in 0..k {
+                let r = rng.random::<f64>() * total;
+                out.push(acc.partition_point(|&a| a <= r).min(d - 1));
+            }
+        }
+        (Some(w), false) => {
+            // Efraimidis-Spirakis: the k largest ln(u) / w are a weighted
+            // sample without replacement; zero weights are never drawn.
+            let mut keys: Vec<(f64, usize)> =
+                w.iter().enumerate().filter(|(_, x)| **x > 0.0).map(|(i, &x)| (rng.random::<f64>().ln() / x as f64, i)).collect();
+            if keys.len() > k {
+                keys.select_nth_unstable_by(k - 1, |a, b| b.0.total_cmp(&a.0));
+                keys.truncate(k);
+            }
+            out.extend(keys.iter().map(|&(_, i)| i));
+            out.sort_unstable();
+        }
+    }
+}
+
+fn check_seeds(store: &Store, seeds: &[u64]) -> Result<()> {
+    if seeds.is_empty() {
+        return Err(EngineError::Invalid("empty seed list".into()));
+    }
+    let n = store.num_nodes();
+    match seeds.iter().find(|&&v| v >= n) {
+        Some(v) => Err(EngineError::Invalid(format!("seed {v} is not in the graph ({n} vertices)"))),
+        None => Ok(()),
+    }
+}
+
+/// Multi-hop neighbor sampling for one mini-batch. Repeated seeds are kept
+/// once (first occurrence).
+pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Result<Sample> {
+    check_seeds(store, seeds)?;
+    if o.fanouts.is_empty() {
+        return Err(EngineError::Invalid("fanouts must name at least one hop".into()));
+    }
+    if let Some(&bad) = o.fanouts.iter().find(|&&k| (k <= 0 && k != ALL) || k > o.max_fanout) {
+        return Err(EngineError::Invalid(format!("fanout {bad} must be -1 (all) or in 1..={}", o.max_fanout)));
+    }
+    if o.weighted && !store.has_weights() {
+        return Err(EngineError::Invalid("weighted sampling needs edge weights; import with weights".into()));
+    }
+    for t in &o.tensors {
+        store.tensor_meta(t)?;
+    }
+    let mut out = Sample::default();
+    let mut local: HashMap<u64, u64> = HashMap::with_capacity(seeds.len() * 8);
+    for &s in seeds {
+        local.entry(s).or_insert_with(|| {
+            out.node.push(s);
+            out.node.len() as u64 - 1
+        });
+    }
+    out.num_sampled_nodes.push(out.node.len() as u64);
+    let (mut start, mut end) = (0usize, out.node.len());
+    let mut picks = Vec::new();
+    for (hop, &k) in o.fanouts.iter().enumerate() {
+        let frontier: Vec<u64> = out.node[start..end].to_vec();
+        let csr: Csr = store.neighbors(&frontier, o.direction, o.weighted, false)?;
+        let edges_before = out.row.len();
+        for (i, &v) in frontier.iter().enumerate() {
+            let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
+            let w = csr.weights.as_ref().map(|w| &w[a..b]);
+            let mut rng = rng_for(o.seed, hop as u64, v);
+            choose(&mut rng, b - a, k, o.replace, w, &mut picks);
+            let lv = (start + i) as u64;
+            for &p in &picks {
+                let u = csr.indices[a + p];
+                let lu = *local.entry(u).or_insert_with(|| {
+                    out.node.push(u);
+                    out.node.len() as u64 - 1
+                });
+                out.row.push(lu);
+                out.col.push(lv);
+                out.edge.push(csr.first_edge[i] + p as u64);
+            }
+        }
+        out.num_sampled_nodes.push((out.node.len() - end) as u64);
+        out.num_sampled_edges.push((out.row.len() - edges_before) as u64);
+        (start, end) = (end, out.node.len());
+    }
+    for t in &o.tensors {
+        out.tensors.push(store.tensor(t, &out.node)?);
+    }
+    Ok(out)
+}
+
+/// GraphSAINT random-walk subgraph: the nodes that walks of `length` from
+/// `roots` visit (sorted), the edges among them (local ids, `row` -> `col`
+/// along stored edges of `direction`), and their features.
+pub fn saint_subgraph(store: &Store, roots: &[u64], length: usize, seed: u64, direction: Direction, tensors: &[String]) -> Result<Sample> {
+    check_seeds(store, roots)?;
+    let walks = random_walks(store, roots, &WalkOptions { length, p: 1.0, q: 1.0, seed, direction })?;
+    let mut node = walks;
+    node.sort_unstable();
+    node.dedup();
+    let csr = store.neighbors(&node, direction, false, false)?;
+    let mut out = Sample { num_sampled_nodes: vec![node.len() as u64], ..Default::default() };
+    for (i, _) in node.iter().enumerate() {
+        let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
+        for (p, &u) in csr.indices[a..b].iter().enumerate() {
+            if let Ok(lu) = node.binary_search(&u) {
+                out.row.push(i as u64);
+                out.col.push(lu as u64);
+                out.edge.push(csr.first_edge[i] + p as u64);
+            }
+        }
+    }
+    out.num_sampled_edges.push(out.row.len() as u64);
+    for t in tensors {
+        out.tensors.push(store.tensor(t, &node)?);
+    }
+    out.node = node;
+    Ok(out)
+}

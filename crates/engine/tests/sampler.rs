@@ -1,0 +1,138 @@
+//! Neighbor sampling properties on random graphs.
+
+use std::collections::{BTreeSet, HashSet};
+
+use proptest::prelude::*;
+use solidgraph_engine::sampler::*;
+use solidgraph_store::*;
+
+struct G {
+    _dir: tempfile::TempDir,
+    store: Store,
+    /// In-lists (sampling direction In): in_[v] = sorted sources of edges into v.
+    in_: Vec<Vec<u64>>,
+}
+
+fn build(n: u64, edges: &[(u64, u64, f32)]) -> G {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g");
+    let o = ImportOptions { in_edges: true, weights: true, dedup: true, num_nodes: Some(n), ..Default::default() };
+    let input = EdgeInput::Memory {
+        src: edges.iter().map(|e| e.0).collect(),
+        dst: edges.iter().map(|e| e.1).collect(),
+        weights: Some(edges.iter().map(|e| e.2).collect()),
+        labels: None,
+    };
+    let x: Vec<u8> = (0..n * 3).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let t = TensorInput { name: "x".into(), data: TensorData::Memory { dtype: DType::F32, rows: n, dim: 3, bytes: x } };
+    import(&path, &[input], &[t], &o, &|_, _, _| {}).unwrap();
+    let store = Store::open(&path, &OpenOptions::default()).unwrap();
+    let mut in_ = vec![BTreeSet::new(); n as usize];
+    for &(a, b, _) in edges {
+        in_[b as usize].insert(a);
+    }
+    G { _dir: dir, store, in_: in_.into_iter().map(|s| s.into_iter().collect()).collect() }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn samples_are_valid_and_deterministic(
+        n in 2u64..300,
+        raw in proptest::collection::vec((any::<u64>(), any::<u64>(), 0u8..4), 1..2000),
+        seeds_raw in proptest::collection::vec(any::<u64>(), 1..40),
+        f1 in 1i64..8, f2 in prop_oneof![Just(-1i64), 1i64..5],
+        replace in any::<bool>(), weighted in any::<bool>(), seed in any::<u64>(),
+    ) {
+        let edges: Vec<(u64, u64, f32)> = raw.iter().map(|&(a, b, w)| (a % n, b % n, w as f32)).collect();
+        let g = build(n, &edges);
+        let seeds: Vec<u64> = seeds_raw.iter().map(|s| s % n).collect();
+        let o = SampleOptions { fanouts: vec![f1, f2], replace, weighted, seed, tensors: vec!["x".into()], ..Default::default() };
+        let s = sample_neighbors(&g.store, &seeds, &o).unwrap();
+
+        // Seeds first, each once, in first-occurrence order; nodes unique.
+        let mut uniq = Vec::new();
+        for &v in &seeds { if !uniq.contains(&v) { uniq.push(v); } }
+        prop_assert_eq!(&s.node[..uniq.len()], &uniq[..]);
+        prop_assert_eq!(s.node.iter().collect::<HashSet<_>>().len(), s.node.len());
+        prop_assert_eq!(s.num_sampled_nodes.iter().sum::<u64>() as usize, s.node.len());
+        prop_assert_eq!(s.num_sampled_edges.iter().sum::<u64>() as usize, s.row.len());
+
+        // Every sampled edge exists (u -> v for row u, col v) and its id is
+        // its position in the in-CSR.
+        let mut offsets = vec![0u64; n as usize + 1];
+        for v in 0..n as usize { offsets[v + 1] = offsets[v] + g.in_[v].len() as u64; }
+        let mut per_center: std::collections::HashMap<u64, Vec<u64>> = Default::default();
+        for k in 0..s.row.len() {
+            let (u, v) = (s.node[s.row[k] as usize], s.node[s.col[k] as usize]);
+            prop_assert!(g.in_[v as usize].binary_search(&u).is_ok(), "no edge {} -> {}", u, v);
+            let e = s.edge[k];
+            prop_assert!(e >= offsets[v as usize] && e < offsets[v as usize + 1]);
+            prop_assert_eq!(g.in_[v as usize][(e - offsets[v as usize]) as usize], u);
+            let hop_k = [f1, f2][if s.col[k] < s.num_sampled_nodes[0] { 0 } else { 1 }];
+            if weighted && hop_k != -1 {
+                let w = g.store.edge_weights(&[u], &[v]).unwrap()[0];
+                prop_assert!(w > 0.0, "weighted sampling drew a zero-weight edge");
+            }
+            per_center.entry(s.col[k]).or_default().push(e);
+        }
+        // Per hop: at most `fanout` per center; no repeats without replacement.
+        let hop_of = |local: u64| if local < s.num_sampled_nodes[0] { 0 } else { 1 };
+        for (&c, es) in &per_center {
+            let k = [f1, f2][hop_of(c)];
+            let d = g.in_[s.node[c as usize] as usize].len();
+            if k != -1 { prop_assert!(es.len() <= k as usize); } else { prop_assert_eq!(es.len(), d); }
+            if !replace {
+                prop_assert_eq!(es.iter().collect::<HashSet<_>>().len(), es.len());
+                if !weighted && k != -1 { prop_assert_eq!(es.len(), d.min(k as usize)); }
+            }
+        }
+        // Features come back for every node, in node order.
+        let x = &s.tensors[0];
+        for (i, &v) in s.node.iter().enumerate() {
+            let got = f32::from_le_bytes(x.data[i * 12..i * 12 + 4].try_into().unwrap());
+            prop_assert_eq!(got, (v * 3) as f32);
+        }
+        prop_assert_eq!(&s, &sample_neighbors(&g.store, &seeds, &o).unwrap());
+    }
+}
+
+#[test]
+fn uniform_sampling_is_uniform() {
+    // Vertex 0 has 10 in-neighbors; sample 2 of them 20,000 times.
+    let edges: Vec<(u64, u64, f32)> = (1..=10).map(|u| (u, 0, 1.0)).collect();
+    let g = build(11, &edges);
+    let mut counts = [0u32; 11];
+    for seed in 0..20_000 {
+        let o = SampleOptions { fanouts: vec![2], seed, ..Default::default() };
+        let s = sample_neighbors(&g.store, &[0], &o).unwrap();
+        for &r in &s.row {
+            counts[s.node[r as usize] as usize] += 1;
+        }
+    }
+    // Each neighbor expects 4,000 draws; allow 5 standard deviations.
+    for &c in &counts[1..] {
+        assert!((c as f64 - 4000.0).abs() < 5.0 * (4000.0f64 * 0.8).sqrt(), "counts {counts:?}");
+    }
+}
+
+#[test]
+fn bad_arguments() {
+    let g = build(5, &[(0, 1, 1.0), (1, 2, 1.0)]);
+    let s = &g.store;
+    let o = SampleOptions::default();
+    assert!(sample_neighbors(s, &[], &o).unwrap_err().to_string().contains("empty"));
+    assert!(sample_neighbors(s, &[7], &o).unwrap_err().to_string().contains("seed 7"));
+    for bad in [0, -2, 1_000_000] {
+        let o = SampleOptions { fanouts: vec![bad], ..Default::default() };
+        assert!(sample_neighbors(s, &[0], &o).unwrap_err().to_string().contains("fanout"));
+    }
+    let o = SampleOptions { tensors: vec!["nope".into()], ..Default::default() };
+    assert!(sample_neighbors(s, &[0], &o).unwrap_err().to_string().contains("nope"));
+    let sub = saint_subgraph(s, &[0], 3, 1, Direction::Out, &[]).unwrap();
+    for k in 0..sub.row.len() {
+        let (u, v) = (sub.node[sub.row[k] as usize], sub.node[sub.col[k] as usize]);
+        assert!((u, v) == (0, 1) || (u, v) == (1, 2));
+    }
+}
