@@ -39,8 +39,9 @@ pub enum Dist {
     #[default]
     Uniform,
     /// Zipf with exponent theta (> 0, != 1), ranks scattered over the
-    /// volume by a hash, as fio's `random_distribution=zipf:THETA`. Repeats
-    /// within a batch are read once (the volume de-duplicates).
+    /// volume by a hash, as fio's `random_distribution=zipf:THETA`. A batch
+    /// is topped up with more draws until it holds its number of distinct
+    /// blocks (a repeat would be read once).
     Zipf(f64),
 }
 
@@ -255,14 +256,21 @@ pub fn run_dist(v: &Volume, cfg: &IoBenchConfig, dist: Dist) -> Result<IoBenchRe
                 }
             }
             _ => {
-                match &zipf {
-                    None => (0..per_batch).for_each(|_| starts.push(splitmix(&mut seed) % blocks)),
-                    Some(z) => (0..per_batch).for_each(|_| starts.push(z.next(&mut seed))),
+                // `per_batch` distinct blocks: the volume would read a repeat
+                // once anyway, and a skewed draw full of repeats would make
+                // small batches (a few rounds at most).
+                for _ in 0..8 {
+                    let want = per_batch - starts.len();
+                    match &zipf {
+                        None => (0..want).for_each(|_| starts.push(splitmix(&mut seed) % blocks)),
+                        Some(z) => (0..want).for_each(|_| starts.push(z.next(&mut seed))),
+                    }
+                    starts.sort_unstable();
+                    starts.dedup();
+                    if starts.len() >= per_batch {
+                        break;
+                    }
                 }
-                // Unique blocks, as fio's random map gives for uniform
-                // offsets; the volume would drop the repeats anyway.
-                starts.sort_unstable();
-                starts.dedup();
             }
         }
         pages.clear();
