@@ -108,14 +108,14 @@ pub struct ImportReport {
 /// (phase, done, total) callbacks for progress bars.
 pub type Progress<'a> = &'a (dyn Fn(&str, u64, u64) + Sync);
 
-struct TensorPlan {
+struct TensorPlan<'a> {
     meta: TensorMeta,
-    data: TensorData,
+    data: &'a TensorData,
     /// Offset of the data in the .npy file.
     offset: u64,
 }
 
-fn plan_tensor(t: &TensorInput) -> Result<TensorPlan> {
+fn plan_tensor(t: &TensorInput) -> Result<TensorPlan<'_>> {
     if t.name.is_empty() || t.name.len() > MAX_TENSOR_NAME {
         return Err(StoreError::Invalid(format!("tensor name {:?} must be 1..={MAX_TENSOR_NAME} bytes", t.name)));
     }
@@ -143,7 +143,7 @@ fn plan_tensor(t: &TensorInput) -> Result<TensorPlan> {
     if dim == 0 {
         return Err(StoreError::Invalid(format!("tensor {:?} has rows of width 0", t.name)));
     }
-    Ok(TensorPlan { meta: TensorMeta { name: t.name.clone(), dtype, dim, rows, start_page: 0, pages: 0 }, data: t.data.clone(), offset })
+    Ok(TensorPlan { meta: TensorMeta { name: t.name.clone(), dtype, dim, rows, start_page: 0, pages: 0 }, data: &t.data, offset })
 }
 
 /// Removes the partial build unless disarmed.
@@ -392,7 +392,7 @@ fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, progress: Progress
     let total = p.meta.rows * p.meta.row_bytes();
     let mut done = 0u64;
     let name = format!("tensor {}", p.meta.name);
-    match &p.data {
+    match p.data {
         TensorData::Memory { bytes, .. } => {
             write_tensor(vol, p.meta.start_page, index, EPOCH, |buf| {
                 let n = buf.len().min(bytes.len() - done as usize);

@@ -37,7 +37,7 @@ pub trait EdgeReader {
     fn progress(&self) -> (u64, u64);
 }
 
-pub fn open(input: &EdgeInput, want_weights: bool, want_labels: bool) -> Result<Box<dyn EdgeReader + Send>> {
+pub fn open(input: &EdgeInput, want_weights: bool, want_labels: bool) -> Result<Box<dyn EdgeReader + Send + '_>> {
     Ok(match input {
         EdgeInput::File(p) if p.extension().is_some_and(|e| e == "npy") => Box::new(NpyEdges::single(p)?),
         EdgeInput::File(p) => Box::new(TextEdges::open(p, want_weights, want_labels)?),
@@ -60,37 +60,40 @@ pub fn open(input: &EdgeInput, want_weights: bool, want_labels: bool) -> Result<
             if want_weights && weights.is_none() {
                 return Err(StoreError::Invalid("weights requested but none given".into()));
             }
-            Box::new(MemEdges { input: input.clone(), i: 0 })
+            Box::new(MemEdges { src, dst, weights: weights.as_deref(), labels: labels.as_deref(), i: 0 })
         }
     })
 }
 
-struct MemEdges {
-    input: EdgeInput,
+/// Arrays already in memory, borrowed: an import from Python does not copy
+/// its inputs again.
+struct MemEdges<'a> {
+    src: &'a [u64],
+    dst: &'a [u64],
+    weights: Option<&'a [f32]>,
+    labels: Option<&'a [u32]>,
     i: usize,
 }
 
-impl EdgeReader for MemEdges {
+impl EdgeReader for MemEdges<'_> {
     fn next_edge(&mut self) -> Result<Option<RawEdge>> {
-        let EdgeInput::Memory { src, dst, weights, labels } = &self.input else { unreachable!("MemEdges holds Memory") };
         let i = self.i;
-        if i >= src.len() {
+        if i >= self.src.len() {
             return Ok(None);
         }
         self.i += 1;
         Ok(Some(RawEdge {
-            src: src[i],
-            dst: dst[i],
-            weight: weights.as_ref().map_or(1.0, |w| w[i]),
-            label: labels.as_ref().map_or(0, |l| l[i]),
+            src: self.src[i],
+            dst: self.dst[i],
+            weight: self.weights.map_or(1.0, |w| w[i]),
+            label: self.labels.map_or(0, |l| l[i]),
         }))
     }
     fn error(&self, reason: String) -> StoreError {
         StoreError::Invalid(format!("edge {}: {reason}", self.i.saturating_sub(1)))
     }
     fn progress(&self) -> (u64, u64) {
-        let EdgeInput::Memory { src, .. } = &self.input else { unreachable!("MemEdges holds Memory") };
-        (self.i as u64, src.len() as u64)
+        (self.i as u64, self.src.len() as u64)
     }
 }
 
