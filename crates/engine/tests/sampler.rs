@@ -136,3 +136,31 @@ fn bad_arguments() {
         assert!((u, v) == (0, 1) || (u, v) == (1, 2));
     }
 }
+
+#[test]
+fn weighted_sampling_follows_the_weights() {
+    // In-neighbors 1..=5 of vertex 0 with weights 1, 2, 3, 4, 10; one draw
+    // per call, 20,000 calls, with and without replacement (one draw is the
+    // same distribution either way).
+    let weights = [1.0f32, 2.0, 3.0, 4.0, 10.0];
+    let edges: Vec<(u64, u64, f32)> = weights.iter().enumerate().map(|(i, &w)| (i as u64 + 1, 0, w)).collect();
+    let g = build(6, &edges);
+    let total: f32 = weights.iter().sum();
+    for replace in [true, false] {
+        let mut counts = [0f64; 6];
+        let trials = 20_000;
+        for seed in 0..trials {
+            let o = SampleOptions { fanouts: vec![1], weighted: true, replace, seed, ..Default::default() };
+            let s = sample_neighbors(&g.store, &[0], &o).unwrap();
+            counts[s.node[s.row[0] as usize] as usize] += 1.0;
+        }
+        let chi2: f64 = (1..=5)
+            .map(|u| {
+                let expected = trials as f64 * (weights[u - 1] / total) as f64;
+                (counts[u] - expected).powi(2) / expected
+            })
+            .sum();
+        // 4 degrees of freedom: P(chi2 > 18.47) = 0.001.
+        assert!(chi2 < 18.47, "replace={replace}: chi-square {chi2:.2} for counts {counts:?}");
+    }
+}
