@@ -10,6 +10,7 @@ mod error;
 pub mod frontier;
 pub mod kcore;
 pub mod lcc;
+pub mod loader;
 pub mod mis;
 pub mod pagerank;
 pub mod sampler;

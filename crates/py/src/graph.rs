@@ -2,67 +2,140 @@
 //! numpy out without copies, the GIL released while the store works.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
+use solidgraph_engine::loader::{PrefetchOptions, Prefetcher};
+use solidgraph_engine::sampler::{self, SampleOptions};
+use solidgraph_engine::walks::{self, WalkOptions};
+use solidgraph_engine::{bfs, cdlp, kcore, lcc, mis, pagerank, sssp, wcc};
 use solidgraph_store::{Direction, OpenOptions, Store};
 
 use crate::convert::{int64_array, u64_vec};
 use crate::err;
+use crate::loader::SampleLoader;
+use crate::progress::{ProgressArg, Reporter};
+use crate::sample::{PySample, rows_array, to_py};
+
+/// The open store of a Graph, reopened in a forked child: threads do not
+/// survive fork(), and the parent's I/O state (io_uring rings, locks that
+/// its other threads held at the fork) must not be used in the child. The
+/// parent's handle is abandoned there (never dropped, never touched).
+pub struct StoreSlot {
+    path: PathBuf,
+    opts: OpenOptions,
+    cur: Mutex<(u32, Arc<Store>)>,
+}
+
+impl StoreSlot {
+    pub fn get(&self) -> solidgraph_store::Result<Arc<Store>> {
+        let mut cur = self.cur.lock().unwrap_or_else(|e| e.into_inner());
+        let pid = std::process::id();
+        if cur.0 != pid {
+            let fresh = Arc::new(Store::open(&self.path, &self.opts)?);
+            std::mem::forget(std::mem::replace(&mut cur.1, fresh));
+            cur.0 = pid;
+        }
+        Ok(cur.1.clone())
+    }
+}
 
 /// An open SolidGraph store. Every method takes a whole batch of vertices.
 /// Safe to share between Python threads: the store is immutable once open
-/// and its page cache does its own locking.
+/// and its page cache does its own locking. Safe after fork: a child
+/// reopens the store on first use.
 #[pyclass(frozen, module = "solidgraph")]
 pub struct Graph {
-    // Behind an Arc so the engine objects made from a graph (samplers,
-    // loaders) can hold the same open store and its cache.
-    store: Arc<Store>,
+    // Behind an Arc so the engine objects made from a graph (loaders) can
+    // hold the same open store and its cache, and reopen it after a fork.
+    slot: Arc<StoreSlot>,
 }
 
 fn parse_direction(s: &str) -> PyResult<Direction> {
     s.parse().map_err(err)
 }
 
+/// `seed=None`: a fresh seed from os.urandom for every call.
+pub fn seed_or_random(py: Python<'_>, seed: Option<u64>) -> PyResult<u64> {
+    match seed {
+        Some(s) => Ok(s),
+        None => {
+            let b: Vec<u8> = py.import("os")?.call_method1("urandom", (8,))?.extract()?;
+            Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        }
+    }
+}
+
+fn sample_options(
+    fanouts: Vec<i64>,
+    replace: bool,
+    weighted: bool,
+    direction: &str,
+    seed: u64,
+    tensors: Vec<String>,
+    max_fanout: i64,
+) -> PyResult<SampleOptions> {
+    Ok(SampleOptions { fanouts, replace, weighted, direction: parse_direction(direction)?, seed, max_fanout, tensors })
+}
+
+/// Tensor names as a list of str (a single str is one name, not letters).
+fn names(obj: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    if let Ok(s) = obj.extract::<String>() {
+        return Ok(vec![s]);
+    }
+    obj.try_iter()?.map(|x| x?.extract::<String>()).collect::<PyResult<_>>().map_err(|_| err("tensors must be a tensor name or a sequence of names"))
+}
+
+/// Fanouts from a sequence of ints.
+fn fanouts(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+    obj.extract::<Vec<i64>>().map_err(|_| err("fanouts must be a sequence of ints (-1: all neighbors)"))
+}
+
+impl Graph {
+    fn store(&self) -> PyResult<Arc<Store>> {
+        self.slot.get().map_err(err)
+    }
+}
+
 #[pymethods]
 impl Graph {
     #[getter]
-    fn num_nodes(&self) -> u64 {
-        self.store.num_nodes()
+    fn num_nodes(&self) -> PyResult<u64> {
+        Ok(self.store()?.num_nodes())
     }
 
     #[getter]
-    fn num_edges(&self) -> u64 {
-        self.store.num_edges()
+    fn num_edges(&self) -> PyResult<u64> {
+        Ok(self.store()?.num_edges())
     }
 
     #[getter]
-    fn directed(&self) -> bool {
-        self.store.directed()
+    fn directed(&self) -> PyResult<bool> {
+        Ok(self.store()?.directed())
     }
 
     #[getter]
-    fn has_weights(&self) -> bool {
-        self.store.has_weights()
+    fn has_weights(&self) -> PyResult<bool> {
+        Ok(self.store()?.has_weights())
     }
 
     #[getter]
-    fn has_labels(&self) -> bool {
-        self.store.has_labels()
+    fn has_labels(&self) -> PyResult<bool> {
+        Ok(self.store()?.has_labels())
     }
 
     #[getter]
-    fn path(&self) -> PathBuf {
-        self.store.path().to_path_buf()
+    fn path(&self) -> PyResult<PathBuf> {
+        Ok(self.store()?.path().to_path_buf())
     }
 
     /// name -> (dtype, dim) of every node tensor.
     #[getter]
     fn tensors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for t in self.store.tensors() {
+        for t in self.store()?.tensors() {
             d.set_item(&t.name, (t.dtype.name(), t.dim))?;
         }
         Ok(d)
@@ -81,7 +154,8 @@ impl Graph {
     ) -> PyResult<Bound<'py, PyTuple>> {
         let ids = u64_vec(ids, "ids")?;
         let dir = parse_direction(direction)?;
-        let csr = py.allow_threads(|| self.store.neighbors(&ids, dir, with_weights, with_labels)).map_err(err)?;
+        let store = self.store()?;
+        let csr = py.allow_threads(|| store.neighbors(&ids, dir, with_weights, with_labels)).map_err(err)?;
         let mut out = vec![int64_array(py, csr.indptr)?, int64_array(py, csr.indices)?];
         if let Some(w) = csr.weights {
             out.push(PyArray1::from_vec(py, w).into_any());
@@ -97,14 +171,16 @@ impl Graph {
     fn degree<'py>(&self, py: Python<'py>, ids: &Bound<'py, PyAny>, direction: &str) -> PyResult<Bound<'py, PyAny>> {
         let ids = u64_vec(ids, "ids")?;
         let dir = parse_direction(direction)?;
-        let deg = py.allow_threads(|| self.store.degree(&ids, dir)).map_err(err)?;
+        let store = self.store()?;
+        let deg = py.allow_threads(|| store.degree(&ids, dir)).map_err(err)?;
         int64_array(py, deg)
     }
 
     /// Weight of each edge src[i] -> dst[i]; NaN where there is none.
     fn edge_weights<'py>(&self, py: Python<'py>, src: &Bound<'py, PyAny>, dst: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f32>>> {
         let (src, dst) = (u64_vec(src, "src")?, u64_vec(dst, "dst")?);
-        let w = py.allow_threads(|| self.store.edge_weights(&src, &dst)).map_err(err)?;
+        let store = self.store()?;
+        let w = py.allow_threads(|| store.edge_weights(&src, &dst)).map_err(err)?;
         Ok(PyArray1::from_vec(py, w))
     }
 
@@ -112,16 +188,16 @@ impl Graph {
     /// one element per row.
     fn tensor<'py>(&self, py: Python<'py>, name: &str, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let ids = u64_vec(ids, "ids")?;
-        let rows = py.allow_threads(|| self.store.tensor(name, &ids)).map_err(err)?;
+        let store = self.store()?;
+        let rows = py.allow_threads(|| store.tensor(name, &ids)).map_err(err)?;
         // The row bytes move into numpy and are viewed as the stored dtype:
         // no copy, and one path for every dtype (float16 and bool included).
-        let a = PyArray1::from_vec(py, rows.data).call_method1("view", (rows.dtype.name(),))?;
-        if rows.dim == 1 { Ok(a) } else { a.call_method1("reshape", ((ids.len(), rows.dim),)) }
+        rows_array(py, rows, ids.len())
     }
 
     /// Page cache and I/O counters since open or `reset_stats()`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.store.stats();
+        let s = self.store()?.stats();
         let d = PyDict::new(py);
         d.set_item("cache_hits", s.cache.hits)?;
         d.set_item("cache_misses", s.cache.misses)?;
@@ -134,19 +210,22 @@ impl Graph {
         Ok(d)
     }
 
-    fn reset_stats(&self) {
-        self.store.reset_stats();
+    fn reset_stats(&self) -> PyResult<()> {
+        self.store()?.reset_stats();
+        Ok(())
     }
 
     /// Empties the page cache, for cold-cache measurements.
-    fn clear_cache(&self) {
-        self.store.clear_cache();
+    fn clear_cache(&self) -> PyResult<()> {
+        self.store()?.clear_cache();
+        Ok(())
     }
 
     /// Reads every page and checks checksums and invariants; raises
     /// SolidGraphError naming the first bad page.
     fn verify<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let r = py.allow_threads(|| self.store.verify(&mut |_, _| {})).map_err(err)?;
+        let store = self.store()?;
+        let r = py.allow_threads(|| store.verify(&mut |_, _| {})).map_err(err)?;
         let d = PyDict::new(py);
         d.set_item("pages", r.pages)?;
         d.set_item("edges", r.edges)?;
@@ -154,8 +233,206 @@ impl Graph {
         Ok(d)
     }
 
-    fn __repr__(&self) -> String {
-        let s = &self.store;
+    // ---- GNN sampling and walks ------------------------------------------
+
+    /// Multi-hop neighbor sampling for one mini-batch (GraphSAGE): see
+    /// `solidgraph.Sample` for the result. `fanouts[h]` neighbors per node at
+    /// hop h (-1: all); `direction="in"` samples the nodes pointing at each
+    /// node (PyG's default). `seed=None` draws a fresh seed per call.
+    #[pyo3(signature = (seeds, fanouts, replace=false, weighted=false, direction="in", seed=None, tensors=None, max_fanout=10000))]
+    #[allow(clippy::too_many_arguments)]
+    fn sample_neighbors(
+        &self,
+        py: Python<'_>,
+        seeds: &Bound<'_, PyAny>,
+        fanouts: &Bound<'_, PyAny>,
+        replace: bool,
+        weighted: bool,
+        direction: &str,
+        seed: Option<u64>,
+        tensors: Option<&Bound<'_, PyAny>>,
+        max_fanout: i64,
+    ) -> PyResult<PySample> {
+        let seeds = u64_vec(seeds, "seeds")?;
+        let tensors = tensors.map(names).transpose()?.unwrap_or_default();
+        let o = sample_options(self::fanouts(fanouts)?, replace, weighted, direction, seed_or_random(py, seed)?, tensors, max_fanout)?;
+        let store = self.store()?;
+        let s = py.allow_threads(|| sampler::sample_neighbors(&store, &seeds, &o)).map_err(err)?;
+        to_py(py, s, &o.tensors)
+    }
+
+    /// Samples the mini-batches `batches` (a sequence of seed arrays) on
+    /// `workers` Rust threads, at most `prefetch` ahead, and returns an
+    /// iterator over them in order (the GIL is released while it waits).
+    /// Batch i is sampled with a seed derived from (seed, i).
+    #[pyo3(signature = (batches, fanouts, replace=false, weighted=false, direction="in", seed=None, tensors=None, workers=2, prefetch=4, max_fanout=10000))]
+    #[allow(clippy::too_many_arguments)]
+    fn sample_loader(
+        &self,
+        py: Python<'_>,
+        batches: &Bound<'_, PyAny>,
+        fanouts: &Bound<'_, PyAny>,
+        replace: bool,
+        weighted: bool,
+        direction: &str,
+        seed: Option<u64>,
+        tensors: Option<&Bound<'_, PyAny>>,
+        workers: usize,
+        prefetch: usize,
+        max_fanout: i64,
+    ) -> PyResult<SampleLoader> {
+        let batches: Vec<Vec<u64>> = batches.try_iter()?.map(|b| u64_vec(&b?, "seeds")).collect::<PyResult<_>>()?;
+        let tensors = tensors.map(names).transpose()?.unwrap_or_default();
+        let o = sample_options(self::fanouts(fanouts)?, replace, weighted, direction, seed_or_random(py, seed)?, tensors.clone(), max_fanout)?;
+        let store = self.store()?;
+        let slot = self.slot.clone();
+        let cfg = PrefetchOptions { workers, prefetch, reopen: Some(Arc::new(move || Ok(slot.get()?))) };
+        let p = py.allow_threads(|| Prefetcher::new(store, batches, o, cfg)).map_err(err)?;
+        Ok(SampleLoader::new(p, tensors))
+    }
+
+    /// Random walks from `starts`, all advanced together: an int64 array of
+    /// shape (len(starts), length + 1) whose first column is `starts`.
+    /// p != 1 or q != 1 gives node2vec's second-order walks. A walk at a
+    /// vertex without edges in `direction` stays there.
+    #[pyo3(signature = (starts, length, p=1.0, q=1.0, seed=None, direction="out"))]
+    #[allow(clippy::too_many_arguments)]
+    fn random_walks<'py>(
+        &self,
+        py: Python<'py>,
+        starts: &Bound<'py, PyAny>,
+        length: usize,
+        p: f64,
+        q: f64,
+        seed: Option<u64>,
+        direction: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let starts = u64_vec(starts, "starts")?;
+        let o = WalkOptions { length, p, q, seed: seed_or_random(py, seed)?, direction: parse_direction(direction)? };
+        let store = self.store()?;
+        let w = py.allow_threads(|| walks::random_walks(&store, &starts, &o)).map_err(err)?;
+        int64_array(py, w)?.call_method1("reshape", ((starts.len(), length + 1),))
+    }
+
+    /// GraphSAINT random-walk subgraph: the nodes walks of `walk_length`
+    /// from `roots` visit (sorted), the stored edges among them as local
+    /// `row` -> `col`, and `tensors` rows for the nodes.
+    #[pyo3(signature = (roots, walk_length, seed=None, tensors=None, direction="out"))]
+    fn saint_subgraph(
+        &self,
+        py: Python<'_>,
+        roots: &Bound<'_, PyAny>,
+        walk_length: usize,
+        seed: Option<u64>,
+        tensors: Option<&Bound<'_, PyAny>>,
+        direction: &str,
+    ) -> PyResult<PySample> {
+        let roots = u64_vec(roots, "roots")?;
+        let tensors = tensors.map(names).transpose()?.unwrap_or_default();
+        let (seed, dir) = (seed_or_random(py, seed)?, parse_direction(direction)?);
+        let store = self.store()?;
+        let s = py.allow_threads(|| sampler::saint_subgraph(&store, &roots, walk_length, seed, dir, &tensors)).map_err(err)?;
+        to_py(py, s, &tensors)
+    }
+
+    // ---- analytics -------------------------------------------------------
+
+    /// Breadth-first search over out-edges: int64 levels (unreached:
+    /// 2**63 - 1). With `target`, stops once the target's level is known.
+    /// With `parents=True`, returns (levels, parents): the parent on a
+    /// shortest path (the source is its own; -1 when unreached).
+    #[pyo3(signature = (source, target=None, parents=false, progress=ProgressArg::default()))]
+    #[pyo3(text_signature = "(self, source, target=None, parents=False, progress=False)")]
+    fn bfs<'py>(&self, py: Python<'py>, source: u64, target: Option<u64>, parents: bool, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let rep = Reporter::new(py, "bfs", progress)?;
+        let store = self.store()?;
+        let r = py.allow_threads(|| bfs::bfs(&store, source, target, parents, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        let levels = PyArray1::from_vec(py, r.levels).into_any();
+        match r.parents {
+            Some(p) => Ok(PyTuple::new(py, [levels, PyArray1::from_vec(py, p).into_any()])?.into_any()),
+            None => Ok(levels),
+        }
+    }
+
+    /// Weakly connected components: each vertex's label is the smallest
+    /// vertex id of its component (int64).
+    #[pyo3(signature = (progress=ProgressArg::default()))]
+    #[pyo3(text_signature = "(self, progress=False)")]
+    fn wcc<'py>(&self, py: Python<'py>, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let rep = Reporter::new(py, "wcc", progress)?;
+        let store = self.store()?;
+        let r = py.allow_threads(|| wcc::wcc(&store, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        int64_array(py, r)
+    }
+
+    /// PageRank (LDBC Graphalytics: dangling rank spread over all vertices)
+    /// as float64: `iterations` iterations, or fewer once an iteration's L1
+    /// change is below `tol`.
+    #[pyo3(signature = (damping=0.85, iterations=20, tol=None, progress=ProgressArg::default()))]
+    #[pyo3(text_signature = "(self, damping=0.85, iterations=20, tol=None, progress=False)")]
+    fn pagerank<'py>(&self, py: Python<'py>, damping: f64, iterations: u32, tol: Option<f64>, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let rep = Reporter::new(py, "pagerank", progress)?;
+        let store = self.store()?;
+        let r = py.allow_threads(|| pagerank::pagerank(&store, damping, iterations, tol, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        Ok(PyArray1::from_vec(py, r.ranks))
+    }
+
+    /// Maximal independent set (Luby, seeded): a bool array, True for the
+    /// vertices in the set. Uses both directions of a directed graph.
+    #[pyo3(signature = (seed=0, progress=ProgressArg::default()))]
+    #[pyo3(text_signature = "(self, seed=0, progress=False)")]
+    fn mis<'py>(&self, py: Python<'py>, seed: u64, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyArray1<bool>>> {
+        let rep = Reporter::new(py, "mis", progress)?;
+        let store = self.store()?;
+        let r = py.allow_threads(|| mis::mis(&store, seed, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        Ok(PyArray1::from_vec(py, r))
+    }
+
+    /// Core numbers (k-core decomposition) of the undirected simple view
+    /// (self-loops and repeated edges ignored) as uint32.
+    #[pyo3(signature = (progress=ProgressArg::default()))]
+    #[pyo3(text_signature = "(self, progress=False)")]
+    fn kcore<'py>(&self, py: Python<'py>, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let rep = Reporter::new(py, "kcore", progress)?;
+        let store = self.store()?;
+        let r = py.allow_threads(|| kcore::kcore(&store, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        Ok(PyArray1::from_vec(py, r))
+    }
+
+    /// Single-source shortest paths over edge weights (non-negative) as
+    /// float64; inf where unreachable.
+    #[pyo3(signature = (source, progress=ProgressArg::default()))]
+    #[pyo3(text_signature = "(self, source, progress=False)")]
+    fn sssp<'py>(&self, py: Python<'py>, source: u64, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let rep = Reporter::new(py, "sssp", progress)?;
+        let store = self.store()?;
+        let r = py.allow_threads(|| sssp::sssp(&store, source, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        Ok(PyArray1::from_vec(py, r))
+    }
+
+    /// Community detection by label propagation (Graphalytics CDLP):
+    /// int64 labels after `iterations` synchronous rounds.
+    #[pyo3(signature = (iterations=10, progress=ProgressArg::default()))]
+    #[pyo3(text_signature = "(self, iterations=10, progress=False)")]
+    fn cdlp<'py>(&self, py: Python<'py>, iterations: u32, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let rep = Reporter::new(py, "cdlp", progress)?;
+        let store = self.store()?;
+        let r = py.allow_threads(|| cdlp::cdlp(&store, iterations, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        int64_array(py, r)
+    }
+
+    /// Local clustering coefficient (Graphalytics LCC) as float64.
+    #[pyo3(signature = (progress=ProgressArg::default()))]
+    #[pyo3(text_signature = "(self, progress=False)")]
+    fn lcc<'py>(&self, py: Python<'py>, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let rep = Reporter::new(py, "lcc", progress)?;
+        let store = self.store()?;
+        let r = py.allow_threads(|| lcc::lcc(&store, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        Ok(PyArray1::from_vec(py, r))
+    }
+
+    fn __repr__(&self) -> PyResult<String> {
+        let s = self.store()?;
         let mut kind = vec![if s.directed() { "directed" } else { "undirected" }];
         if s.has_weights() {
             kind.push("weights");
@@ -164,14 +441,14 @@ impl Graph {
             kind.push("labels");
         }
         let tensors: Vec<String> = s.tensors().iter().map(|t| format!("{} {}[{}]", t.name, t.dtype.name(), t.dim)).collect();
-        format!(
+        Ok(format!(
             "<solidgraph.Graph {:?}: {} nodes, {} edges, {}; tensors: {}>",
             s.path().display().to_string(),
             s.num_nodes(),
             s.num_edges(),
             kind.join(", "),
             if tensors.is_empty() { "none".to_string() } else { tensors.join(", ") }
-        )
+        ))
     }
 }
 
@@ -181,5 +458,5 @@ impl Graph {
 pub fn open(py: Python<'_>, path: PathBuf, cache_bytes: u64) -> PyResult<Graph> {
     let opts = OpenOptions { cache_bytes, ..Default::default() };
     let store = py.allow_threads(|| Store::open(&path, &opts)).map_err(err)?;
-    Ok(Graph { store: Arc::new(store) })
+    Ok(Graph { slot: Arc::new(StoreSlot { path, opts, cur: Mutex::new((std::process::id(), Arc::new(store))) }) })
 }

@@ -11,6 +11,7 @@ use solidgraph_store::{DType, EdgeInput, ImportOptions, TensorData, TensorInput,
 
 use crate::convert::{as_array, u64_vec};
 use crate::err;
+use crate::progress::{ProgressArg, Reporter};
 
 fn f32_vec(obj: &Bound<'_, PyAny>) -> PyResult<Vec<f32>> {
     let a: PyArrayLike1<f32, AllowTypeChange> = obj.extract()?;
@@ -90,29 +91,6 @@ fn tensor_input(name: String, v: &Bound<'_, PyAny>) -> PyResult<TensorInput> {
     Ok(TensorInput { name, data: TensorData::Memory { dtype, rows, dim, bytes } })
 }
 
-/// `progress=`: a flag, or a callable taking (phase, done, total).
-#[derive(FromPyObject)]
-pub enum ProgressArg<'py> {
-    Flag(bool),
-    Call(Bound<'py, PyAny>),
-}
-
-/// Where import progress goes: `progress=True` writes a line per step to
-/// sys.stderr (so notebooks show it too), a callable gets (phase, done, total).
-enum Progress {
-    Stderr(PyObject),
-    Call(PyObject),
-}
-
-fn progress_sink(py: Python<'_>, progress: ProgressArg<'_>) -> PyResult<Option<Progress>> {
-    match progress {
-        ProgressArg::Flag(false) => Ok(None),
-        ProgressArg::Flag(true) => Ok(Some(Progress::Stderr(py.import("sys")?.getattr("stderr")?.getattr("write")?.unbind()))),
-        ProgressArg::Call(f) if f.is_callable() => Ok(Some(Progress::Call(f.unbind()))),
-        ProgressArg::Call(_) => Err(err("progress must be a bool or a callable taking (phase, done, total)")),
-    }
-}
-
 /// Builds a store at `out` (which must not exist) from `edges` and
 /// `node_tensors`, sorting on disk beyond `memory_budget`, and returns a
 /// report. `edges`: a text/CSV/.npy file, a pair of 1-D .npy files, a (2, E)
@@ -161,22 +139,8 @@ pub fn import_graph<'py>(
     for (k, v) in node_tensors.into_iter().flatten() {
         tensors.push(tensor_input(k.extract()?, &v)?);
     }
-    let sink = progress_sink(py, progress)?;
-    let report = |phase: &str, done: u64, total: u64| {
-        let Some(sink) = &sink else { return };
-        // The import runs without the GIL, partly on its own threads: take
-        // the GIL just for the call. A failing callback must not abort the
-        // import, so its error is reported, not raised.
-        Python::with_gil(|py| {
-            let r = match sink {
-                Progress::Stderr(write) => write.call1(py, (format!("solidgraph import: {phase} {done}/{total}\n"),)),
-                Progress::Call(f) => f.call1(py, (phase, done, total)),
-            };
-            if let Err(e) = r {
-                e.write_unraisable(py, None);
-            }
-        });
-    };
+    let reporter = Reporter::new(py, "import", progress)?;
+    let report = |phase: &str, done: u64, total: u64| reporter.report(phase, done, total);
     let o = ImportOptions {
         undirected,
         self_loops,

@@ -3,6 +3,9 @@
 mod convert;
 mod graph;
 mod import;
+mod loader;
+mod progress;
+mod sample;
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -66,5 +69,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import::import_graph, m)?)?;
     m.add_function(wrap_pyfunction!(graph::open, m)?)?;
     m.add_class::<graph::Graph>()?;
+    m.add_class::<sample::PySample>()?;
+    m.add_class::<loader::SampleLoader>()?;
     Ok(())
 }
