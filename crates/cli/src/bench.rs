@@ -9,10 +9,20 @@ use solidgraph_io::bench::{Dist, IoBenchConfig, Pattern};
 
 use crate::util::{CliResult, parse_size, progress_bar};
 
+#[path = "bench_neighbors.rs"]
+mod neighbors;
+
 #[derive(Subcommand)]
 pub enum BenchCmd {
     /// Raw volume I/O: IOPS, bandwidth and latency of one submitting thread.
     Io(IoArgs),
+    /// Batched neighbor reads of random vertices: SolidGraph against the
+    /// same graph as CSR files (mmap, and our I/O engine) under one memory
+    /// budget, caches cold.
+    Neighbors(neighbors::NeighborsArgs),
+    /// One contender of `bench neighbors` in its own process (internal).
+    #[command(hide = true)]
+    NeighborsWorker(neighbors::WorkerArgs),
 }
 
 #[derive(Args)]
@@ -53,6 +63,8 @@ pub struct IoArgs {
 pub fn run(cmd: BenchCmd) -> CliResult {
     match cmd {
         BenchCmd::Io(a) => bench_io(a),
+        BenchCmd::Neighbors(a) => neighbors::run(a),
+        BenchCmd::NeighborsWorker(a) => neighbors::worker(a),
     }
 }
 

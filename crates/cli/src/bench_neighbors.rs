@@ -1,0 +1,1227 @@
+//! `solidgraph bench neighbors`: batched neighbor reads of random vertices,
+//! SolidGraph against the same graph as plain CSR files, in one run, under
+//! one memory budget, with cold caches.
+//!
+//! Contenders (each in its own child process, see [`worker`]):
+//! - `solidgraph`: `Store::neighbors` per batch, page cache = budget share.
+//! - `mmap`, `mmap-random`: CSR through mmap, as numpy.memmap would read it
+//!   (page faults through the OS page cache), default and MADV_RANDOM.
+//! - `csr-io`: CSR read with our own I/O engine, two dependent batched reads
+//!   per batch (row pointers, then columns).
+//!
+//! The budget is enforced with a cgroup v1 memory controller when we are
+//! root: the OS page cache the mmap contenders live on is charged to the
+//! cgroup, so it cannot grow past the budget either. Artifacts (edge file,
+//! store, CSR) stay in the work directory and are reused by later runs.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
+use solidgraph_io::{BackendChoice, BackendKind, Volume, VolumeOptions};
+use solidgraph_store::{Csr, Direction, EdgeInput, ImportOptions, OpenOptions, Store, StoreError};
+
+#[path = "kron.rs"]
+mod kron;
+
+use self::kron::Kronecker;
+use crate::util::{CliResult, parse_size};
+
+/// Unit of "pages read" for every contender, whatever its own page size.
+const PAGE: u64 = 4096;
+/// Vertices per `Store::neighbors` call when building the CSR baseline.
+const CSR_BUILD_CHUNK: u64 = 1 << 16;
+/// Memory for everything but the page cache: binary, heap, I/O buffers.
+const PROCESS_OVERHEAD: u64 = 64 << 20;
+const CGROUP_ROOT: &str = "/sys/fs/cgroup/memory";
+
+#[derive(Args)]
+pub struct NeighborsArgs {
+    /// Graph500 scale of the generated graph: 2^SCALE vertices.
+    #[arg(long, default_value_t = 23)]
+    scale: u32,
+    /// Generated edges per vertex (before the reverse edges are added).
+    #[arg(long, default_value_t = 16)]
+    edge_factor: u64,
+    /// Seed of the generator and of the random vertex batches.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Use this (2, E) or (E, 2) integer .npy edge list instead of a
+    /// generated graph.
+    #[arg(long)]
+    edges: Option<PathBuf>,
+    /// Work directory for the edge file, store and CSR files (default:
+    /// $SOLIDGRAPH_BENCH_DIR or /work/bench, then neighbors-s{SCALE} or
+    /// neighbors-{edge file stem}).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Rebuild the edge file, store and CSR files even when present.
+    #[arg(long)]
+    fresh: bool,
+    /// Batches measured per contender.
+    #[arg(long, default_value_t = 200)]
+    batches: usize,
+    /// Random vertices per batch.
+    #[arg(long, default_value_t = 1024)]
+    batch_size: usize,
+    /// Which vertices the batches draw from: all (uniform over every id), or
+    /// nonisolated (only ids with edges, as Graph500 picks BFS roots).
+    #[arg(long, value_enum, default_value_t = Sample::All)]
+    sample: Sample,
+    /// Rounds over all contenders (order rotated each round); the table
+    /// shows each contender's median round.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Stop a contender's run after this much measured time (the default
+    /// mmap contender can take hours with large readahead).
+    #[arg(long, default_value_t = 30.0)]
+    max_seconds: f64,
+    /// I/Os in flight per file for SolidGraph and csr-io.
+    #[arg(long, default_value_t = 64)]
+    inflight: usize,
+    /// SolidGraph's page cache as a share of the store's size.
+    #[arg(long, default_value_t = 0.05)]
+    cache_fraction: f64,
+    /// Memory limit of each contender's process (default: the page cache
+    /// budget + 64 MiB).
+    #[arg(long, value_parser = parse_size)]
+    memory_budget: Option<u64>,
+    /// Sort memory for the import.
+    #[arg(long, default_value = "4GiB", value_parser = parse_size)]
+    import_memory: u64,
+    /// I/O backend for SolidGraph and csr-io: uring or posix.
+    #[arg(long)]
+    backend: Option<String>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sample {
+    All,
+    Nonisolated,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Contender {
+    Solidgraph,
+    Mmap,
+    MmapRandom,
+    CsrIo,
+}
+
+const CONTENDERS: [Contender; 4] = [Contender::Solidgraph, Contender::Mmap, Contender::MmapRandom, Contender::CsrIo];
+
+impl Contender {
+    fn name(self) -> &'static str {
+        match self {
+            Contender::Solidgraph => "solidgraph",
+            Contender::Mmap => "mmap",
+            Contender::MmapRandom => "mmap-random",
+            Contender::CsrIo => "csr-io",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Contender::Solidgraph => "(S) SolidGraph store",
+            Contender::Mmap => "(a) CSR mmap",
+            Contender::MmapRandom => "(a) CSR mmap MADV_RANDOM",
+            Contender::CsrIo => "(b) CSR + io engine",
+        }
+    }
+}
+
+/// Arguments of the hidden `bench neighbors-worker`: one contender, one
+/// process, one JSON line on stdout.
+#[derive(Args)]
+pub struct WorkerArgs {
+    #[arg(long)]
+    dir: PathBuf,
+    #[arg(long, value_enum)]
+    contender: Contender,
+    /// The vertex batches, back to back as u64 little-endian.
+    #[arg(long)]
+    batch_file: PathBuf,
+    #[arg(long)]
+    batch_size: usize,
+    #[arg(long)]
+    cache_bytes: u64,
+    #[arg(long)]
+    max_seconds: f64,
+    #[arg(long)]
+    inflight: usize,
+    /// Memory cgroup to join before doing anything else.
+    #[arg(long)]
+    cgroup: Option<PathBuf>,
+    #[arg(long)]
+    backend: Option<String>,
+}
+
+#[derive(Debug)]
+pub enum BenchError {
+    File { path: PathBuf, source: std::io::Error },
+    /// The work directory holds artifacts of another graph.
+    Stale { dir: PathBuf, have: String, want: String },
+    Worker { contender: &'static str, reason: String },
+    /// Two contenders returned different neighbor lists for one batch.
+    Mismatch { batch: usize, contender: &'static str, got: u64, want: u64 },
+    BadCsr(String),
+    Invalid(String),
+}
+
+impl fmt::Display for BenchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BenchError::File { path, source } => write!(f, "{}: {source}", path.display()),
+            BenchError::Stale { dir, have, want } => write!(
+                f,
+                "{} holds artifacts of another graph ({have}; this run wants {want}): pass --fresh or another --dir",
+                dir.display()
+            ),
+            BenchError::Worker { contender, reason } => write!(f, "contender {contender}: {reason}"),
+            BenchError::Mismatch { batch, contender, got, want } => write!(
+                f,
+                "batch {batch}: {contender} returned different neighbor lists than solidgraph (checksum {got:016x}, want {want:016x})"
+            ),
+            BenchError::BadCsr(r) => write!(f, "CSR baseline: {r}"),
+            BenchError::Invalid(r) => f.write_str(r),
+        }
+    }
+}
+
+impl std::error::Error for BenchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BenchError::File { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+fn file_err(path: &Path) -> impl FnOnce(std::io::Error) -> BenchError + '_ {
+    move |source| BenchError::File { path: path.to_path_buf(), source }
+}
+
+enum Source {
+    Generated(Kronecker),
+    File(PathBuf),
+}
+
+/// What the work directory was built from; a mismatch means stale artifacts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "lowercase")]
+enum Params {
+    Kronecker { scale: u32, edge_factor: u64, seed: u64 },
+    File { path: PathBuf, bytes: u64 },
+}
+
+impl fmt::Display for Params {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Params::Kronecker { scale, edge_factor, seed } => {
+                write!(f, "Graph500 Kronecker scale {scale}, edge factor {edge_factor}, seed {seed}")
+            }
+            Params::File { path, bytes } => write!(f, "{} ({bytes} bytes)", path.display()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct CsrMeta {
+    nodes: u64,
+    edges: u64,
+    /// Bytes per column index: 4 below 2^32 vertices, else 8.
+    id_bytes: u64,
+}
+
+struct Layout {
+    dir: PathBuf,
+}
+
+impl Layout {
+    fn params(&self) -> PathBuf {
+        self.dir.join("params.json")
+    }
+    fn edges(&self) -> PathBuf {
+        self.dir.join("edges.npy")
+    }
+    fn store(&self) -> PathBuf {
+        self.dir.join("store")
+    }
+    fn csr(&self) -> PathBuf {
+        self.dir.join("csr")
+    }
+    fn batch_file(&self) -> PathBuf {
+        self.dir.join("batches.u64")
+    }
+    fn csr_meta(&self) -> PathBuf {
+        self.csr().join("meta.json")
+    }
+    fn rowptr(&self) -> PathBuf {
+        self.csr().join("rowptr.u64")
+    }
+    fn colidx(&self, id_bytes: u64) -> PathBuf {
+        self.csr().join(if id_bytes == 4 { "colidx.u32" } else { "colidx.u64" })
+    }
+}
+
+fn bench_root() -> PathBuf {
+    std::env::var_os("SOLIDGRAPH_BENCH_DIR").map_or_else(|| PathBuf::from("/work/bench"), PathBuf::from)
+}
+
+fn backend_choice(b: &Option<String>) -> CliResult<BackendChoice> {
+    Ok(match b {
+        Some(s) => BackendChoice::Force(s.parse::<BackendKind>()?),
+        None => BackendChoice::Auto,
+    })
+}
+
+/// Progress on stderr, hidden in `--json` mode and when stderr is no terminal.
+struct Progress {
+    hidden: bool,
+}
+
+impl Progress {
+    fn bar(&self, total: u64, what: &str) -> indicatif::ProgressBar {
+        let pb = indicatif::ProgressBar::new(total);
+        if self.hidden {
+            pb.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        pb.set_style(
+            indicatif::ProgressStyle::with_template("{msg:>12} [{bar:40}] {human_pos}/{human_len} {per_sec} eta {eta}")
+                .expect("static template")
+                .progress_chars("=> "),
+        );
+        pb.set_message(what.to_string());
+        pb
+    }
+}
+
+/// Everything the run did before measuring, for the report.
+#[derive(Default, Serialize)]
+struct Prepared {
+    generate_seconds: Option<f64>,
+    import_seconds: Option<f64>,
+    import_input_edges: Option<u64>,
+    csr_seconds: Option<f64>,
+}
+
+pub fn run(a: NeighborsArgs) -> CliResult {
+    if a.batches == 0 || a.batch_size == 0 || a.rounds == 0 {
+        return Err(BenchError::Invalid("--batches, --batch-size and --rounds must be at least 1".into()).into());
+    }
+    if a.max_seconds.is_nan() || a.max_seconds <= 0.0 {
+        return Err(BenchError::Invalid(format!("--max-seconds {} must be positive", a.max_seconds)).into());
+    }
+    if !(a.cache_fraction > 0.0 && a.cache_fraction <= 1.0) {
+        return Err(BenchError::Invalid(format!("--cache-fraction {} must be in (0, 1]", a.cache_fraction)).into());
+    }
+    let progress = Progress { hidden: a.json };
+    let source = match &a.edges {
+        Some(p) => Source::File(p.clone()),
+        None => Source::Generated(Kronecker::new(a.scale, a.edge_factor, a.seed).map_err(BenchError::Invalid)?),
+    };
+    let params = match &source {
+        Source::File(p) => {
+            let bytes = std::fs::metadata(p).map_err(file_err(p))?.len();
+            Params::File { path: std::path::absolute(p).map_err(file_err(p))?, bytes }
+        }
+        Source::Generated(k) => Params::Kronecker { scale: k.scale, edge_factor: k.edge_factor, seed: k.seed },
+    };
+    let dir = a.dir.clone().unwrap_or_else(|| {
+        bench_root().join(match &a.edges {
+            Some(p) => format!("neighbors-{}", p.file_stem().map_or("edges".into(), |s| s.to_string_lossy())),
+            None => format!("neighbors-s{}", a.scale),
+        })
+    });
+    let l = Layout { dir };
+    let mut prep = Prepared::default();
+    prepare_dir(&l, &params, a.fresh)?;
+
+    let edge_file = match &source {
+        Source::File(p) => p.clone(),
+        Source::Generated(_) if l.edges().exists() => l.edges(),
+        Source::Generated(k) => {
+            let t = Instant::now();
+            let pb = progress.bar(k.num_edges(), "generating");
+            let tmp = l.dir.join("edges.npy.partial");
+            k.write_npy(&tmp, &|n| pb.inc(n)).map_err(file_err(&tmp))?;
+            std::fs::rename(&tmp, l.edges()).map_err(file_err(&l.edges()))?;
+            pb.finish_and_clear();
+            prep.generate_seconds = Some(t.elapsed().as_secs_f64());
+            l.edges()
+        }
+    };
+
+    let open_opts = OpenOptions { cache_bytes: 0, backend: backend_choice(&a.backend)?, ..Default::default() };
+    if l.store().exists() {
+        // A store written by an older build of the format is a derived
+        // artifact: rebuild it (and the CSR made from it) from the edges.
+        if let Err(e @ (StoreError::Corrupt { .. } | StoreError::NotAStore { .. } | StoreError::NewerFormat { .. })) =
+            Store::open(&l.store(), &open_opts)
+        {
+            eprintln!("note: rebuilding {} ({e})", l.store().display());
+            for p in [l.store(), l.csr()] {
+                if p.exists() {
+                    std::fs::remove_dir_all(&p).map_err(file_err(&p))?;
+                }
+            }
+        }
+    }
+    if !l.store().exists() {
+        let pb = progress.bar(0, "reading");
+        let report = solidgraph_store::import(
+            &l.store(),
+            &[EdgeInput::File(edge_file.clone())],
+            &[],
+            &ImportOptions {
+                undirected: true,
+                dedup: true,
+                memory_budget: a.import_memory,
+                // A generated graph has 2^scale vertices even when the
+                // highest ids happen to have no edges.
+                num_nodes: match &source {
+                    Source::Generated(k) => Some(k.num_nodes()),
+                    Source::File(_) => None,
+                },
+                ..Default::default()
+            },
+            &|phase, done, total| {
+                if pb.message() != phase {
+                    pb.set_message(phase.to_string());
+                    pb.reset();
+                }
+                pb.set_length(total);
+                pb.set_position(done);
+            },
+        )?;
+        pb.finish_and_clear();
+        prep.import_seconds = Some(report.seconds);
+        prep.import_input_edges = Some(report.input_edges);
+    }
+    let store = Store::open(&l.store(), &open_opts)?;
+
+    let meta = match read_csr_meta(&l)? {
+        Some(m) => m,
+        None => {
+            let t = Instant::now();
+            let m = build_csr(&store, &l, &progress)?;
+            prep.csr_seconds = Some(t.elapsed().as_secs_f64());
+            m
+        }
+    };
+    if meta.nodes != store.num_nodes() || meta.edges != store.num_edges() {
+        return Err(BenchError::BadCsr(format!(
+            "{} has {} vertices and {} edges, the store {} and {}: pass --fresh",
+            l.csr().display(),
+            meta.nodes,
+            meta.edges,
+            store.num_nodes(),
+            store.num_edges()
+        ))
+        .into());
+    }
+
+    let store_bytes = store.size_bytes();
+    let cache_bytes = ((store_bytes as f64 * a.cache_fraction) as u64).max(PAGE);
+    let limit = a.memory_budget.unwrap_or(cache_bytes + PROCESS_OVERHEAD);
+    let mut files: Vec<PathBuf> = store.volume().paths().to_vec();
+    files.push(l.rowptr());
+    files.push(l.colidx(meta.id_bytes));
+    let csr_bytes = files[files.len() - 2..].iter().map(|p| std::fs::metadata(p).map_or(0, |m| m.len())).sum::<u64>();
+    let nodes = store.num_nodes();
+    let edges = store.num_edges();
+    drop(store);
+    write_batches(&a, &l, meta)?;
+
+    let cgroups = cgroups_usable();
+    let mut runs: Vec<Measured> = Vec::new();
+    for round in 0..a.rounds {
+        // Rotating the order spreads slow phases of a noisy machine evenly.
+        for k in 0..CONTENDERS.len() {
+            let c = CONTENDERS[(round + k) % CONTENDERS.len()];
+            let caches = drop_caches(&files);
+            let cg = if cgroups { Some(Cgroup::create(c, limit)?) } else { None };
+            let pb = progress.bar(0, c.name());
+            pb.set_style(indicatif::ProgressStyle::with_template("{msg:>12} round {prefix} {spinner} {elapsed}").expect("static template"));
+            pb.set_prefix(format!("{}/{}", round + 1, a.rounds));
+            pb.enable_steady_tick(Duration::from_millis(200));
+            let w = spawn_worker(&a, &l, c, cache_bytes, cg.as_ref())?;
+            pb.finish_and_clear();
+            let (peak, failcnt) = cg.as_ref().map_or((None, None), |g| (g.read("memory.max_usage_in_bytes"), g.read("memory.failcnt")));
+            runs.push(Measured { c, w, peak, failcnt, caches });
+        }
+    }
+    let verified = verify(&runs)?;
+
+    let rep = Report {
+        params: &params,
+        nodes,
+        edges,
+        store_bytes,
+        csr_bytes,
+        cache_bytes,
+        limit,
+        cgroups,
+        batches: a.batches,
+        batch_size: a.batch_size,
+        seed: a.seed,
+        sample: a.sample,
+        rounds: a.rounds,
+        max_seconds: a.max_seconds,
+        inflight: a.inflight,
+        readahead_kb: readahead_kb(&l.dir),
+        prep,
+        verified,
+        runs,
+    };
+    if a.json {
+        println!("{}", rep.json());
+    } else {
+        rep.print();
+    }
+    Ok(())
+}
+
+/// Draws every batch once, so that all contenders read the very same ids.
+fn write_batches(a: &NeighborsArgs, l: &Layout, meta: CsrMeta) -> CliResult {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(a.seed);
+    let total = a.batches * a.batch_size;
+    let ids: Vec<u64> = match a.sample {
+        Sample::All => (0..total).map(|_| rng.random_range(0..meta.nodes)).collect(),
+        Sample::Nonisolated => {
+            let f = File::open(l.rowptr()).map_err(file_err(&l.rowptr()))?;
+            // SAFETY: the benchmark's files are not modified while mapped.
+            let rp = unsafe { memmap2::Mmap::map(&f) }.map_err(file_err(&l.rowptr()))?;
+            let degree = |v: u64| le_u64(&rp, 8 * v as usize + 8) - le_u64(&rp, 8 * v as usize);
+            if meta.edges == 0 {
+                return Err(BenchError::Invalid("--sample nonisolated: the graph has no edges".into()).into());
+            }
+            let mut out = Vec::with_capacity(total);
+            while out.len() < total {
+                let v = rng.random_range(0..meta.nodes);
+                if degree(v) > 0 {
+                    out.push(v);
+                }
+            }
+            out
+        }
+    };
+    let bytes: Vec<u8> = ids.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(l.batch_file(), bytes).map_err(file_err(&l.batch_file()))?;
+    Ok(())
+}
+
+/// Every run must return the same lists as SolidGraph's first run, batch by
+/// batch, over the batches both finished. Returns the batches compared.
+fn verify(runs: &[Measured]) -> CliResult<usize> {
+    let reference = runs.iter().find(|m| m.c == Contender::Solidgraph).expect("solidgraph ran");
+    let want = &reference.w.checksums;
+    for m in runs {
+        let n = want.len().min(m.w.checksums.len());
+        if let Some(b) = (0..n).find(|&i| m.w.checksums[i] != want[i]) {
+            return Err(BenchError::Mismatch { batch: b, contender: m.c.name(), got: m.w.checksums[b], want: want[b] }.into());
+        }
+    }
+    Ok(runs.iter().map(|m| m.w.checksums.len()).max().unwrap_or(0))
+}
+
+/// Readahead of the device holding `dir`: what the default mmap reads
+/// around every page fault.
+fn readahead_kb(dir: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(dir).ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let base = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    // A partition has no queue of its own; its disk is the parent.
+    [base.join("queue/read_ahead_kb"), base.join("../queue/read_ahead_kb")]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse().ok())
+}
+
+/// Checks the work directory was built from `params` (or empties it).
+fn prepare_dir(l: &Layout, params: &Params, fresh: bool) -> CliResult {
+    std::fs::create_dir_all(&l.dir).map_err(file_err(&l.dir))?;
+    let recorded: Option<Params> = match std::fs::read(l.params()) {
+        Ok(b) => serde_json::from_slice(&b).ok(),
+        Err(_) => None,
+    };
+    let has_artifacts = l.edges().exists() || l.store().exists() || l.csr().exists();
+    if !fresh && has_artifacts {
+        match &recorded {
+            Some(r) if r == params => return Ok(()),
+            Some(r) => return Err(BenchError::Stale { dir: l.dir.clone(), have: r.to_string(), want: params.to_string() }.into()),
+            None => {
+                return Err(BenchError::Stale { dir: l.dir.clone(), have: "unknown (no params.json)".into(), want: params.to_string() }.into());
+            }
+        }
+    }
+    for p in [l.edges(), l.dir.join("edges.npy.partial")] {
+        if p.exists() {
+            std::fs::remove_file(&p).map_err(file_err(&p))?;
+        }
+    }
+    for p in [l.store(), l.csr(), l.dir.join("csr.partial")] {
+        if p.exists() {
+            std::fs::remove_dir_all(&p).map_err(file_err(&p))?;
+        }
+    }
+    let j = serde_json::to_vec_pretty(params)?;
+    std::fs::write(l.params(), j).map_err(file_err(&l.params()))?;
+    Ok(())
+}
+
+fn read_csr_meta(l: &Layout) -> CliResult<Option<CsrMeta>> {
+    match std::fs::read(l.csr_meta()) {
+        Ok(b) => Ok(Some(serde_json::from_slice(&b).map_err(|e| BenchError::BadCsr(format!("{}: {e}", l.csr_meta().display())))?)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(BenchError::File { path: l.csr_meta(), source: e }.into()),
+    }
+}
+
+/// Writes the store's lists as CSR files, read back through the store in
+/// big batches so both sides hold exactly the same lists. Files are padded
+/// to 4 KiB so that our volume can open them.
+fn build_csr(store: &Store, l: &Layout, progress: &Progress) -> CliResult<CsrMeta> {
+    let n = store.num_nodes();
+    let id_bytes = if n <= 1 << 32 { 4 } else { 8 };
+    let tmp = l.dir.join("csr.partial");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(file_err(&tmp))?;
+    let (rp_path, ci_path) = (tmp.join("rowptr.u64"), tmp.join(l.colidx(id_bytes).file_name().expect("file name")));
+    let open = |p: &Path| File::create(p).map(|f| BufWriter::with_capacity(8 << 20, f)).map_err(file_err(p));
+    let (mut rp, mut ci) = (open(&rp_path)?, open(&ci_path)?);
+    let pb = progress.bar(n, "csr");
+    let mut off = 0u64;
+    rp.write_all(&off.to_le_bytes()).map_err(file_err(&rp_path))?;
+    let mut start = 0;
+    while start < n {
+        let ids: Vec<u64> = (start..(start + CSR_BUILD_CHUNK).min(n)).collect();
+        let csr = store.neighbors(&ids, Direction::Out, false, false)?;
+        let mut rbytes = Vec::with_capacity(8 * ids.len());
+        for &e in &csr.indptr[1..] {
+            rbytes.extend_from_slice(&(off + e).to_le_bytes());
+        }
+        rp.write_all(&rbytes).map_err(file_err(&rp_path))?;
+        let cbytes: Vec<u8> = if id_bytes == 4 {
+            csr.indices.iter().flat_map(|&v| (v as u32).to_le_bytes()).collect()
+        } else {
+            csr.indices.iter().flat_map(|&v| v.to_le_bytes()).collect()
+        };
+        ci.write_all(&cbytes).map_err(file_err(&ci_path))?;
+        off += csr.indices.len() as u64;
+        start += ids.len() as u64;
+        pb.set_position(start);
+    }
+    pb.finish_and_clear();
+    for (w, p) in [(rp, &rp_path), (ci, &ci_path)] {
+        let f = w.into_inner().map_err(|e| BenchError::File { path: p.clone(), source: e.into_error() })?;
+        let len = f.metadata().map_err(file_err(p))?.len();
+        f.set_len(len.div_ceil(PAGE) * PAGE).map_err(file_err(p))?;
+        f.sync_all().map_err(file_err(p))?;
+    }
+    let meta = CsrMeta { nodes: n, edges: off, id_bytes };
+    std::fs::write(tmp.join("meta.json"), serde_json::to_vec_pretty(&meta)?).map_err(file_err(&tmp))?;
+    std::fs::rename(&tmp, l.csr()).map_err(file_err(&l.csr()))?;
+    Ok(meta)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum CacheDrop {
+    /// `echo 3 > /proc/sys/vm/drop_caches`: everything, as root.
+    DropCaches,
+    /// posix_fadvise(DONTNEED) on the benchmark's files only.
+    Fadvise,
+}
+
+fn drop_caches(files: &[PathBuf]) -> CacheDrop {
+    // SAFETY: sync(2) has no preconditions.
+    unsafe { libc::sync() };
+    if std::fs::write("/proc/sys/vm/drop_caches", "3").is_ok() {
+        return CacheDrop::DropCaches;
+    }
+    for p in files {
+        if let Ok(f) = File::open(p) {
+            use std::os::fd::AsRawFd;
+            // SAFETY: a valid open descriptor; advice only.
+            unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        }
+    }
+    CacheDrop::Fadvise
+}
+
+/// Whether we may create memory cgroups here (root, a v1 memory controller,
+/// writable: containers often mount it read-only).
+fn cgroups_usable() -> bool {
+    // SAFETY: geteuid(2) has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root || !Path::new(CGROUP_ROOT).join("cgroup.procs").exists() {
+        return false;
+    }
+    let probe = Path::new(CGROUP_ROOT).join(format!("solidgraph-bench-{}-probe", std::process::id()));
+    let ok = std::fs::create_dir(&probe).is_ok() && std::fs::write(probe.join("memory.limit_in_bytes"), (64u64 << 20).to_string()).is_ok();
+    let _ = std::fs::remove_dir(&probe);
+    ok
+}
+
+/// A cgroup v1 memory group for one contender, removed on drop.
+struct Cgroup {
+    path: PathBuf,
+}
+
+impl Cgroup {
+    fn create(c: Contender, limit: u64) -> CliResult<Cgroup> {
+        let path = Path::new(CGROUP_ROOT).join(format!("solidgraph-bench-{}-{}", std::process::id(), c.name()));
+        if path.exists() {
+            let _ = std::fs::remove_dir(&path);
+        }
+        std::fs::create_dir(&path).map_err(file_err(&path))?;
+        let g = Cgroup { path };
+        let lim = g.path.join("memory.limit_in_bytes");
+        std::fs::write(&lim, limit.to_string()).map_err(file_err(&lim))?;
+        Ok(g)
+    }
+
+    fn read(&self, file: &str) -> Option<u64> {
+        std::fs::read_to_string(self.path.join(file)).ok()?.trim().parse().ok()
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        // The worker has exited, but the kernel may take a moment to let go.
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.path).is_ok() || !self.path.exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        log::warn!("could not remove cgroup {}", self.path.display());
+    }
+}
+
+/// One contender's numbers, as the worker prints them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct WorkerReport {
+    contender: Contender,
+    /// I/O backend, or "page faults" for mmap.
+    backend: String,
+    in_cgroup: bool,
+    vertices: u64,
+    /// Neighbor ids returned in all.
+    neighbors: u64,
+    /// Time inside the neighbor calls only.
+    seconds: f64,
+    batch_p50_ms: f64,
+    batch_p99_ms: f64,
+    /// The contender's own count of 4 KiB pages read: store cache misses,
+    /// volume bytes, or (mmap) the OS's read bytes.
+    pages_read: u64,
+    /// `read_bytes` of /proc/self/io: what the process made the disk read.
+    os_read_bytes: u64,
+    major_faults: u64,
+    ios: Option<u64>,
+    /// Per-I/O latency of our volume(s), the slowest file's.
+    io_p50_us: Option<f64>,
+    io_p99_us: Option<f64>,
+    cache_hits: Option<u64>,
+    checksums: Vec<u64>,
+}
+
+struct Measured {
+    c: Contender,
+    w: WorkerReport,
+    peak: Option<u64>,
+    failcnt: Option<u64>,
+    caches: CacheDrop,
+}
+
+impl Measured {
+    fn vertices_per_s(&self) -> f64 {
+        self.w.vertices as f64 / self.w.seconds.max(1e-9)
+    }
+    fn pages_per_vertex(&self) -> f64 {
+        self.w.pages_read as f64 / self.w.vertices.max(1) as f64
+    }
+    fn os_pages_per_vertex(&self) -> f64 {
+        self.w.os_read_bytes as f64 / PAGE as f64 / self.w.vertices.max(1) as f64
+    }
+}
+
+fn spawn_worker(a: &NeighborsArgs, l: &Layout, c: Contender, cache_bytes: u64, cg: Option<&Cgroup>) -> CliResult<WorkerReport> {
+    let exe = std::env::current_exe().map_err(|e| BenchError::Worker { contender: c.name(), reason: format!("cannot find own binary: {e}") })?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["bench", "neighbors-worker", "--contender", c.name()])
+        .arg("--dir")
+        .arg(&l.dir)
+        .arg("--batch-file")
+        .arg(l.batch_file())
+        .args(["--batch-size", &a.batch_size.to_string()])
+        .args(["--cache-bytes", &cache_bytes.to_string(), "--max-seconds", &a.max_seconds.to_string()])
+        .args(["--inflight", &a.inflight.to_string()]);
+    if let Some(g) = cg {
+        cmd.arg("--cgroup").arg(&g.path);
+    }
+    if let Some(b) = &a.backend {
+        cmd.args(["--backend", b]);
+    }
+    let out = cmd
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| BenchError::Worker { contender: c.name(), reason: format!("cannot start: {e}") })?;
+    if !out.status.success() {
+        use std::os::unix::process::ExitStatusExt;
+        let reason = match out.status.signal() {
+            Some(libc::SIGKILL) if cg.is_some() => "killed (out of memory in its cgroup? raise --memory-budget)".to_string(),
+            Some(s) => format!("killed by signal {s}"),
+            None => format!("failed ({})", out.status),
+        };
+        return Err(BenchError::Worker { contender: c.name(), reason }.into());
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().rev().find(|s| !s.trim().is_empty()).unwrap_or("");
+    serde_json::from_str(line).map_err(|e| BenchError::Worker { contender: c.name(), reason: format!("bad report {line:?}: {e}") }.into())
+}
+
+/// Entry of the hidden `bench neighbors-worker` subcommand.
+pub fn worker(a: WorkerArgs) -> CliResult {
+    if let Some(g) = &a.cgroup {
+        // Join before opening anything, so all our memory is charged there.
+        let procs = g.join("cgroup.procs");
+        std::fs::write(&procs, std::process::id().to_string()).map_err(file_err(&procs))?;
+    }
+    let raw = std::fs::read(&a.batch_file).map_err(file_err(&a.batch_file))?;
+    let ids: Vec<u64> = raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+    if a.batch_size == 0 || ids.is_empty() || !ids.len().is_multiple_of(a.batch_size) {
+        return Err(BenchError::Invalid(format!("{} does not hold whole batches of {}", a.batch_file.display(), a.batch_size)).into());
+    }
+    let l = Layout { dir: a.dir.clone() };
+    let backend = backend_choice(&a.backend)?;
+    let mut r = match a.contender {
+        Contender::Solidgraph => {
+            let store = Store::open(&l.store(), &OpenOptions { cache_bytes: a.cache_bytes, backend, inflight_per_member: a.inflight })?;
+            let scale = store.page_size() as u64 / PAGE;
+            let mut r = measure(&a, &ids, |ids| Ok(store.neighbors(ids, Direction::Out, false, false)?))?;
+            let s = store.stats();
+            r.backend = store.volume().backend().name().to_string();
+            r.pages_read = s.pages_read() * scale;
+            r.ios = Some(s.ios());
+            r.io_p50_us = s.members.iter().map(|m| m.p50_us).reduce(f64::max);
+            r.io_p99_us = s.members.iter().map(|m| m.p99_us).reduce(f64::max);
+            r.cache_hits = Some(s.cache.hits);
+            r
+        }
+        Contender::Mmap | Contender::MmapRandom => {
+            let csr = MmapCsr::open(&l, a.contender == Contender::MmapRandom)?;
+            let mut r = measure(&a, &ids, |ids| csr.neighbors(ids))?;
+            r.backend = "page faults".into();
+            r.pages_read = r.os_read_bytes / PAGE;
+            r
+        }
+        Contender::CsrIo => {
+            let csr = IoCsr::open(&l, backend, a.inflight)?;
+            let mut r = measure(&a, &ids, |ids| csr.neighbors(ids))?;
+            let st: Vec<_> = csr.rowptr.stats().into_iter().chain(csr.colidx.stats()).collect();
+            r.backend = csr.rowptr.backend().name().to_string();
+            r.pages_read = st.iter().map(|m| m.bytes_read).sum::<u64>() / PAGE;
+            r.ios = Some(st.iter().map(|m| m.ios).sum());
+            r.io_p50_us = st.iter().map(|m| m.p50_us).reduce(f64::max);
+            r.io_p99_us = st.iter().map(|m| m.p99_us).reduce(f64::max);
+            r
+        }
+    };
+    r.contender = a.contender;
+    r.in_cgroup = a.cgroup.is_some();
+    println!("{}", serde_json::to_string(&r)?);
+    Ok(())
+}
+
+/// Runs the batches (the same ones in every worker: one generator, one
+/// seed) and times the neighbor calls only.
+fn measure(a: &WorkerArgs, all_ids: &[u64], mut fetch: impl FnMut(&[u64]) -> CliResult<Csr>) -> CliResult<WorkerReport> {
+    let mut lat = Vec::new();
+    let mut checksums = Vec::new();
+    let mut neighbors = 0u64;
+    let (io0, f0) = (os_read_bytes(), major_faults());
+    let cap = Duration::from_secs_f64(a.max_seconds);
+    let mut spent = Duration::ZERO;
+    for ids in all_ids.chunks_exact(a.batch_size) {
+        if spent >= cap {
+            break;
+        }
+        let t = Instant::now();
+        let csr = fetch(ids)?;
+        let dt = t.elapsed();
+        spent += dt;
+        lat.push(dt);
+        neighbors += csr.indices.len() as u64;
+        checksums.push(checksum(&csr));
+    }
+    let (io1, f1) = (os_read_bytes(), major_faults());
+    let seconds = lat.iter().sum::<Duration>().as_secs_f64();
+    lat.sort_unstable();
+    let q = |x: f64| lat[((lat.len() - 1) as f64 * x).round() as usize].as_secs_f64() * 1e3;
+    Ok(WorkerReport {
+        contender: Contender::Solidgraph,
+        backend: String::new(),
+        in_cgroup: false,
+        vertices: (lat.len() * a.batch_size) as u64,
+        neighbors,
+        seconds,
+        batch_p50_ms: q(0.5),
+        batch_p99_ms: q(0.99),
+        pages_read: 0,
+        os_read_bytes: io1.saturating_sub(io0),
+        major_faults: f1.saturating_sub(f0),
+        ios: None,
+        io_p50_us: None,
+        io_p99_us: None,
+        cache_hits: None,
+        checksums,
+    })
+}
+
+/// FNV-1a over every list's length and ids, in request order.
+fn checksum(csr: &Csr) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut mix = |x: u64| h = (h ^ x).wrapping_mul(0x0000_0100_0000_01b3);
+    for w in csr.indptr.windows(2) {
+        mix(w[1] - w[0]);
+    }
+    csr.indices.iter().for_each(|&v| mix(v));
+    h
+}
+
+fn os_read_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("read_bytes:").and_then(|v| v.trim().parse().ok())))
+        .unwrap_or(0)
+}
+
+fn major_faults() -> u64 {
+    // SAFETY: getrusage fills the struct we hand it.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru.ru_majflt as u64
+    }
+}
+
+fn csr_meta(l: &Layout) -> CliResult<CsrMeta> {
+    read_csr_meta(l)?.ok_or_else(|| BenchError::BadCsr(format!("{} is missing", l.csr_meta().display())).into())
+}
+
+fn le_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+fn push_ids(block: &[u8], id_bytes: u64, out: &mut Vec<u64>) {
+    if id_bytes == 4 {
+        out.extend(block.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4")) as u64));
+    } else {
+        out.extend(block.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8"))));
+    }
+}
+
+fn bad_range(v: u64, s: u64, e: u64, edges: u64) -> BenchError {
+    BenchError::BadCsr(format!("row of vertex {v} is {s}..{e}, outside 0..{edges}"))
+}
+
+/// CSR through mmap: what numpy.memmap does, a page fault per cold page.
+struct MmapCsr {
+    rowptr: memmap2::Mmap,
+    colidx: memmap2::Mmap,
+    meta: CsrMeta,
+}
+
+impl MmapCsr {
+    fn open(l: &Layout, random: bool) -> CliResult<MmapCsr> {
+        let meta = csr_meta(l)?;
+        let map = |p: &Path| -> CliResult<memmap2::Mmap> {
+            let f = File::open(p).map_err(file_err(p))?;
+            // SAFETY: the benchmark's files are not modified while mapped.
+            let m = unsafe { memmap2::Mmap::map(&f) }.map_err(file_err(p))?;
+            if random {
+                m.advise(memmap2::Advice::Random).map_err(file_err(p))?;
+            }
+            Ok(m)
+        };
+        let (rowptr, colidx) = (map(&l.rowptr())?, map(&l.colidx(meta.id_bytes))?);
+        if (rowptr.len() as u64) < 8 * (meta.nodes + 1) || (colidx.len() as u64) < meta.edges * meta.id_bytes {
+            return Err(BenchError::BadCsr("files are shorter than meta.json says: pass --fresh".into()).into());
+        }
+        Ok(MmapCsr { rowptr, colidx, meta })
+    }
+
+    fn neighbors(&self, ids: &[u64]) -> CliResult<Csr> {
+        let w = self.meta.id_bytes;
+        let mut csr = Csr { indptr: Vec::with_capacity(ids.len() + 1), ..Default::default() };
+        csr.indptr.push(0);
+        for &v in ids {
+            let (s, e) = (le_u64(&self.rowptr, 8 * v as usize), le_u64(&self.rowptr, 8 * v as usize + 8));
+            if s > e || e > self.meta.edges {
+                return Err(bad_range(v, s, e, self.meta.edges).into());
+            }
+            push_ids(&self.colidx[(s * w) as usize..(e * w) as usize], w, &mut csr.indices);
+            csr.indptr.push(csr.indices.len() as u64);
+        }
+        Ok(csr)
+    }
+}
+
+/// CSR read with our volume: the row pointers of the whole batch in one
+/// read, then all their columns in a second, dependent one.
+struct IoCsr {
+    rowptr: Volume,
+    colidx: Volume,
+    meta: CsrMeta,
+}
+
+impl IoCsr {
+    fn open(l: &Layout, backend: BackendChoice, inflight: usize) -> CliResult<IoCsr> {
+        let meta = csr_meta(l)?;
+        let opts = VolumeOptions { page_size: PAGE as usize, stripe_pages: 1, backend, inflight_per_member: inflight, ..Default::default() };
+        let rowptr = Volume::open(&[l.rowptr()], opts.clone())?;
+        let colidx = Volume::open(&[l.colidx(meta.id_bytes)], opts)?;
+        if rowptr.num_pages() * PAGE < 8 * (meta.nodes + 1) || colidx.num_pages() * PAGE < meta.edges * meta.id_bytes {
+            return Err(BenchError::BadCsr("files are shorter than meta.json says: pass --fresh".into()).into());
+        }
+        Ok(IoCsr { rowptr, colidx, meta })
+    }
+
+    fn neighbors(&self, ids: &[u64]) -> CliResult<Csr> {
+        let w = self.meta.id_bytes;
+        // Entries are 8-byte aligned, so each lies within one page.
+        let rp_pages: Vec<u64> = ids.iter().flat_map(|&v| [8 * v / PAGE, (8 * v + 8) / PAGE]).collect();
+        let rp = self.rowptr.read(&rp_pages)?;
+        let entry = |k: usize, byte: u64| le_u64(rp.page(k), (byte % PAGE) as usize);
+        let mut rows = Vec::with_capacity(ids.len());
+        let mut col_pages = Vec::new();
+        for (i, &v) in ids.iter().enumerate() {
+            let (s, e) = (entry(2 * i, 8 * v), entry(2 * i + 1, 8 * v + 8));
+            if s > e || e > self.meta.edges {
+                return Err(bad_range(v, s, e, self.meta.edges).into());
+            }
+            if e > s {
+                col_pages.extend(s * w / PAGE..=(e * w - 1) / PAGE);
+            }
+            rows.push((s * w, e * w));
+        }
+        let cols = self.colidx.read(&col_pages)?;
+        let mut csr = Csr { indptr: Vec::with_capacity(ids.len() + 1), ..Default::default() };
+        csr.indptr.push(0);
+        let mut k = 0;
+        for &(b0, b1) in &rows {
+            let mut p = b0 / PAGE;
+            while b0 < b1 && p * PAGE < b1 {
+                let lo = b0.max(p * PAGE) - p * PAGE;
+                let hi = b1.min((p + 1) * PAGE) - p * PAGE;
+                push_ids(&cols.page(k)[lo as usize..hi as usize], w, &mut csr.indices);
+                k += 1;
+                p += 1;
+            }
+            csr.indptr.push(csr.indices.len() as u64);
+        }
+        Ok(csr)
+    }
+}
+
+struct Report<'a> {
+    params: &'a Params,
+    nodes: u64,
+    edges: u64,
+    store_bytes: u64,
+    csr_bytes: u64,
+    cache_bytes: u64,
+    limit: u64,
+    cgroups: bool,
+    batches: usize,
+    batch_size: usize,
+    seed: u64,
+    sample: Sample,
+    rounds: usize,
+    max_seconds: f64,
+    inflight: usize,
+    readahead_kb: Option<u64>,
+    prep: Prepared,
+    verified: usize,
+    runs: Vec<Measured>,
+}
+
+/// The bars (reported, not asserted).
+const BAR_VS_MMAP: f64 = 5.0;
+const BAR_VS_CSR_IO: f64 = 1.5;
+
+impl Report<'_> {
+    fn runs_of(&self, c: Contender) -> Vec<&Measured> {
+        let mut r: Vec<&Measured> = self.runs.iter().filter(|m| m.c == c).collect();
+        r.sort_by(|a, b| a.vertices_per_s().total_cmp(&b.vertices_per_s()));
+        r
+    }
+
+    /// The contender's median round by throughput (the lower middle one
+    /// for an even count).
+    fn median(&self, c: Contender) -> &Measured {
+        let r = self.runs_of(c);
+        r[(r.len() - 1) / 2]
+    }
+
+    fn mmap_best(&self) -> &Measured {
+        let (a, b) = (self.median(Contender::Mmap), self.median(Contender::MmapRandom));
+        if a.vertices_per_s() >= b.vertices_per_s() { a } else { b }
+    }
+
+    fn ratios(&self) -> (f64, f64, bool) {
+        let s = self.median(Contender::Solidgraph);
+        let fewer = CONTENDERS[1..].iter().all(|&c| s.pages_per_vertex() < self.median(c).pages_per_vertex());
+        (
+            s.vertices_per_s() / self.mmap_best().vertices_per_s(),
+            s.vertices_per_s() / self.median(Contender::CsrIo).vertices_per_s(),
+            fewer,
+        )
+    }
+
+    fn enforcement(&self) -> &'static str {
+        if self.cgroups { "cgroup v1 memory limit per contender" } else { "NOT enforced (not root or no cgroup v1 memory controller)" }
+    }
+
+    fn caches(&self) -> &'static str {
+        match self.runs[0].caches {
+            CacheDrop::DropCaches => "dropped (drop_caches) before every run",
+            CacheDrop::Fadvise => "fadvise(DONTNEED) on the benchmark files before every run (not root)",
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let (vs_mmap, vs_io, fewer) = self.ratios();
+        let run_json = |m: &Measured| {
+            serde_json::json!({
+                "backend": m.w.backend,
+                "vertices_per_s": m.vertices_per_s(), "pages_per_vertex": m.pages_per_vertex(),
+                "os_pages_per_vertex": m.os_pages_per_vertex(), "pages_read": m.w.pages_read,
+                "os_read_bytes": m.w.os_read_bytes, "major_faults": m.w.major_faults, "ios": m.w.ios,
+                "cache_hits": m.w.cache_hits, "seconds": m.w.seconds, "vertices": m.w.vertices,
+                "io_p50_us": m.w.io_p50_us, "io_p99_us": m.w.io_p99_us,
+                "batches": m.w.checksums.len(), "neighbors": m.w.neighbors,
+                "batch_p50_ms": m.w.batch_p50_ms, "batch_p99_ms": m.w.batch_p99_ms,
+                "peak_memory_bytes": m.peak, "memory_limit_hits": m.failcnt, "in_cgroup": m.w.in_cgroup,
+            })
+        };
+        let contenders: Vec<_> = CONTENDERS
+            .iter()
+            .map(|&c| {
+                let mut j = run_json(self.median(c));
+                j["name"] = c.name().into();
+                j["rounds_vertices_per_s"] = self.runs.iter().filter(|m| m.c == c).map(|m| m.vertices_per_s()).collect::<Vec<_>>().into();
+                j
+            })
+            .collect();
+        serde_json::json!({
+            "graph": self.params, "nodes": self.nodes, "edges": self.edges,
+            "store_bytes": self.store_bytes, "csr_bytes": self.csr_bytes,
+            "generate_seconds": self.prep.generate_seconds,
+            "import": self.prep.import_seconds.map(|s| serde_json::json!({
+                "seconds": s, "input_edges": self.prep.import_input_edges,
+                "input_edges_per_s": self.prep.import_input_edges.map(|e| e as f64 / s),
+            })),
+            "csr_build_seconds": self.prep.csr_seconds,
+            "cache_bytes": self.cache_bytes, "memory_limit_bytes": self.limit,
+            "memory_enforced": self.cgroups, "caches": self.runs[0].caches,
+            "batches": self.batches, "batch_size": self.batch_size, "seed": self.seed, "sample": self.sample,
+            "rounds": self.rounds, "max_seconds": self.max_seconds, "inflight": self.inflight,
+            "readahead_kb": self.readahead_kb, "verified_batches": self.verified,
+            "contenders": contenders,
+            "mmap_best": self.mmap_best().c.name(),
+            "speedup_vs_mmap_best": vs_mmap, "speedup_vs_csr_io": vs_io,
+            "bars": {
+                "vs_mmap_5x": vs_mmap >= BAR_VS_MMAP, "vs_csr_io_1_5x": vs_io >= BAR_VS_CSR_IO,
+                "fewer_pages_per_vertex": fewer,
+            },
+        })
+    }
+
+    fn print(&self) {
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        println!("graph: {}: {} vertices, {} directed edges (undirected, deduplicated)", self.params, self.nodes, self.edges);
+        if let Some(s) = self.prep.generate_seconds {
+            println!("generated the edge list in {s:.1} s");
+        }
+        if let (Some(s), Some(e)) = (self.prep.import_seconds, self.prep.import_input_edges) {
+            println!("import: {e} input edges in {s:.1} s = {:.2} M input edges/s", e as f64 / s / 1e6);
+        }
+        if let Some(s) = self.prep.csr_seconds {
+            println!("built the CSR baseline in {s:.1} s");
+        }
+        println!(
+            "store {:.0} MiB, CSR {:.0} MiB; SolidGraph page cache {:.1} MiB; memory limit {:.1} MiB: {}",
+            mib(self.store_bytes),
+            mib(self.csr_bytes),
+            mib(self.cache_bytes),
+            mib(self.limit),
+            self.enforcement()
+        );
+        println!(
+            "{} batches x {} random vertices ({}, seed {}), at most {} s per run; {} round(s), each contender's median round shown",
+            self.batches,
+            self.batch_size,
+            match self.sample {
+                Sample::All => "uniform over all ids",
+                Sample::Nonisolated => "uniform over ids with edges",
+            },
+            self.seed,
+            self.max_seconds,
+            self.rounds
+        );
+        println!(
+            "caches {}; {} I/Os in flight per file (S, b); device readahead {}",
+            self.caches(),
+            self.inflight,
+            self.readahead_kb.map_or("unknown".into(), |k| format!("{k} KiB"))
+        );
+        println!();
+        println!(
+            "{:<26} {:>10} {:>8} {:>8} {:>9} {:>8} {:>8} {:>8} {:>15} {:>8}  rounds (vertices/s)",
+            "contender", "vertices/s", "pages/v", "OS pg/v", "MiB read", "I/Os", "batches", "seconds", "batch p50/p99", "peak MiB"
+        );
+        for c in CONTENDERS {
+            let m = self.median(c);
+            let all: Vec<String> = self.runs.iter().filter(|r| r.c == c).map(|r| format!("{:.0}", r.vertices_per_s())).collect();
+            println!(
+                "{:<26} {:>10.0} {:>8.2} {:>8.2} {:>9.1} {:>8} {:>8} {:>8.2} {:>15} {:>8}  {}",
+                c.label(),
+                m.vertices_per_s(),
+                m.pages_per_vertex(),
+                m.os_pages_per_vertex(),
+                mib(m.w.pages_read * PAGE),
+                m.w.ios.map_or("-".into(), |n| n.to_string()),
+                m.w.checksums.len(),
+                m.w.seconds,
+                format!("{:.1}/{:.1} ms", m.w.batch_p50_ms, m.w.batch_p99_ms),
+                m.peak.map_or("-".into(), |p| format!("{:.0}", mib(p))),
+                all.join(" "),
+            );
+        }
+        let (vs_mmap, vs_io, fewer) = self.ratios();
+        let pass = |ok: bool| if ok { "met" } else { "NOT met" };
+        println!();
+        println!("S / a (best: {}): {vs_mmap:.2}x   bar >= {BAR_VS_MMAP}x: {}", self.mmap_best().c.name(), pass(vs_mmap >= BAR_VS_MMAP));
+        println!("S / b:             {vs_io:.2}x   bar >= {BAR_VS_CSR_IO}x: {}", pass(vs_io >= BAR_VS_CSR_IO));
+        println!("S reads fewer pages per vertex than every baseline: {}", pass(fewer));
+        println!("results verified: every run's neighbor lists equal SolidGraph's, batch by batch ({} batches)", self.verified);
+        println!("pages/v: the contender's own count (store cache misses, volume bytes, OS read bytes for mmap); OS pg/v: /proc/self/io read_bytes");
+    }
+}
