@@ -1,13 +1,13 @@
 """Real datasets from ../shared/datasets (beside the repository checkout):
 Planetoid Cora and the LDBC Graphalytics example graphs."""
 
-import pickle
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import solidgraph
+from solidgraph.datasets import load_planetoid, rmat_edges
 from reference import adjacency, assert_csr_matches
 
 DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
@@ -20,46 +20,11 @@ def need(path):
         pytest.skip(f"{path} is missing: check out the shared datasets as ../shared beside the repository")
 
 
-class _Pickled:
-    """Stands in for the scipy.sparse classes inside the Planetoid pickles, so
-    reading them needs only numpy: their state is the CSR arrays."""
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-
-    def dense(self):
-        assert self.format == "csr"
-        out = np.zeros(self._shape, np.float32)
-        rows = np.repeat(np.arange(self._shape[0]), np.diff(self.indptr))
-        out[rows, self.indices] = self.data
-        return out
-
-
-class _PlanetoidUnpickler(pickle.Unpickler):
-    def find_class(self, module, name):
-        if module.startswith("scipy.sparse"):
-            return _Pickled
-        return super().find_class(module, name)
-
-
 def load_cora():
     """Features, labels and edges as torch_geometric's read_planetoid_data
-    builds them: test rows are put back in the order of ind.cora.test.index."""
-
-    def load(name):
-        with open(CORA / f"ind.cora.{name}", "rb") as f:
-            # Python 2 pickles: numpy's byte strings need latin1.
-            return _PlanetoidUnpickler(f, encoding="latin1").load()
-
-    x = np.concatenate([load("allx").dense(), load("tx").dense()])
-    y = np.concatenate([load("ally"), load("ty")]).argmax(axis=1)
-    test_index = np.loadtxt(CORA / "ind.cora.test.index", dtype=np.int64)
-    x[test_index] = x[np.sort(test_index)]
-    y[test_index] = y[np.sort(test_index)]
-    graph = load("graph")
-    src = np.array([v for v, ns in graph.items() for _ in ns])
-    dst = np.array([u for ns in graph.values() for u in ns])
-    return x, y, src, dst
+    builds them (solidgraph.datasets reads the raw pickles with numpy only)."""
+    ds = load_planetoid(CORA, "Cora")
+    return ds.x, ds.y, ds.src, ds.dst
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +100,22 @@ def test_ldbc_example(tmp_path, name):
         # From the file itself: vertex 1 (dense 0) has "1 3 0.5" and "1 5 0.3".
         indptr, indices, weights = g.neighbors([0], with_weights=True)
         assert indices.tolist() == [2, 4] and weights.tolist() == pytest.approx([0.5, 0.3])
+
+
+def test_cora_split(cora):
+    ds = load_planetoid(CORA, "Cora")
+    assert (ds.train_mask.sum(), ds.val_mask.sum(), ds.test_mask.sum()) == (140, 500, 1000)
+    assert np.flatnonzero(ds.train_mask).tolist() == list(range(140))
+    assert np.flatnonzero(ds.val_mask).tolist() == list(range(140, 640))
+    assert not (ds.train_mask & ds.test_mask).any() and ds.num_classes == 7
+
+
+def test_rmat_edges():
+    src, dst = rmat_edges(10, edge_factor=8, seed=3)
+    assert len(src) == len(dst) == 8 << 10 and src.dtype == np.int64
+    assert src.min() >= 0 and max(src.max(), dst.max()) < 1 << 10
+    again = rmat_edges(10, edge_factor=8, seed=3)
+    np.testing.assert_array_equal(src, again[0])
+    # Skewed: the top 1% of vertices hold far more than 1% of the edges.
+    deg = np.sort(np.bincount(np.concatenate([src, dst]), minlength=1 << 10))[::-1]
+    assert deg[:10].sum() > 0.08 * deg.sum()

@@ -8,8 +8,26 @@ only results cross into Python, as numpy arrays.
     g = solidgraph.open("cora.sg")
     indptr, indices = g.neighbors([0, 1, 2])
     x = g.tensor("x", indices)
+    s = g.sample_neighbors([0, 1], [10, 5], tensors=["x"])
+    levels = g.bfs(0)
+
+Submodules, imported on first use: `solidgraph.torch` (NeighborLoader; needs
+torch), `solidgraph.pyg` (PyG FeatureStore/GraphStore/NeighborSampler; needs
+torch_geometric), `solidgraph.datasets` (Planetoid reader, R-MAT generator).
 """
 
-from solidgraph._native import Graph, SolidGraphError, __version__, bench_io, import_graph, open
+import importlib
 
-__all__ = ["Graph", "SolidGraphError", "__version__", "bench_io", "import_graph", "open"]
+from solidgraph._native import Graph, Sample, SampleLoader, SolidGraphError, __version__, bench_io, import_graph, open
+
+__all__ = ["Graph", "Sample", "SampleLoader", "SolidGraphError", "__version__", "bench_io", "import_graph", "open"]
+
+_SUBMODULES = ("datasets", "pyg", "torch")
+
+
+def __getattr__(name):
+    # `import solidgraph` needs numpy only; torch and torch_geometric load
+    # when their submodule is first used.
+    if name in _SUBMODULES:
+        return importlib.import_module(f"solidgraph.{name}")
+    raise AttributeError(f"module 'solidgraph' has no attribute {name!r}")

@@ -126,6 +126,18 @@ impl Graph {
         Ok(self.store()?.has_labels())
     }
 
+    /// Whether "in" reads work: undirected, or imported with in_edges.
+    #[getter]
+    fn has_in_edges(&self) -> PyResult<bool> {
+        Ok(self.store()?.gtt(Direction::In).is_ok())
+    }
+
+    /// Pickles as (path, cache_bytes): unpickling (e.g. in a spawned
+    /// worker) opens the store again.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (PathBuf, u64))> {
+        Ok((py.import("solidgraph._native")?.getattr("open")?, (self.slot.path.clone(), self.slot.opts.cache_bytes)))
+    }
+
     #[getter]
     fn path(&self) -> PyResult<PathBuf> {
         Ok(self.store()?.path().to_path_buf())
