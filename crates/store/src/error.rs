@@ -32,6 +32,10 @@ pub enum StoreError {
     VertexOutOfRange { vertex: u64, num_nodes: u64 },
     #[error("no tensor named {name:?} (the store has: {have})")]
     NoSuchTensor { name: String, have: String },
+    #[error("{path}: locked by another writer (one process may open a store for writing)")]
+    Locked { path: PathBuf },
+    #[error("this store is open read-only; open it with writable=True (OpenOptions::writable) to update it")]
+    ReadOnly,
     #[error("this store has no {0} edges; import with keep_in_edges (--in-edges) to add them")]
     NoDirection(&'static str),
 }

@@ -4,15 +4,18 @@
 
 pub mod adjacency;
 pub mod cache;
+pub mod delta;
 mod error;
 pub mod gtt;
 pub mod import;
 pub mod page;
 mod scan;
 mod store;
+mod update;
 pub mod superblock;
 pub mod tensor;
 mod verify;
+pub mod wal;
 
 pub use error::{Result, StoreError};
 pub use import::source::EdgeInput;

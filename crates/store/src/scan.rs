@@ -52,7 +52,7 @@ impl Store {
         let gtt = self.gtt(dir)?;
         let (locs, pages) = self.plan(gtt, ids);
         let fetched = self.fetch_direct(&pages)?;
-        self.decode_csr(gtt, ids, &locs, &pages, &fetched, weights, labels)
+        self.decode_csr(gtt, dir, ids, &locs, &pages, &fetched, weights, labels)
     }
 
     /// Reads pages bypassing the cache; duplicates share one copy.

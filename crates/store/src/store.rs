@@ -6,12 +6,14 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use solidgraph_io::{BackendChoice, MemberStats, Volume, VolumeOptions};
 
 use crate::adjacency::{EdgeFormat, find_in_packed};
 use crate::cache::{CacheStats, PageCache, PageRef};
+use crate::delta::Delta;
+use crate::update::Writer;
 use crate::error::{Result, StoreError, file_err};
 use crate::gtt::{Gtt, Loc};
 use crate::page::{self, HEADER, Kind};
@@ -41,11 +43,13 @@ pub struct OpenOptions {
     pub cache_bytes: u64,
     pub backend: BackendChoice,
     pub inflight_per_member: usize,
+    /// Open for updates: takes the store's writer lock (one writer process).
+    pub writable: bool,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { cache_bytes: 256 << 20, backend: BackendChoice::Auto, inflight_per_member: 64 }
+        OpenOptions { cache_bytes: 256 << 20, backend: BackendChoice::Auto, inflight_per_member: 64, writable: false }
     }
 }
 
@@ -95,6 +99,10 @@ pub struct Store {
     out: Gtt,
     inn: Option<Gtt>,
     cache: PageCache,
+    /// Updates since the pages were written (replayed from the WAL at open).
+    pub(crate) delta: RwLock<Delta>,
+    /// The log and writer lock of a store opened writable.
+    pub(crate) writer: Option<Writer>,
 }
 
 pub fn member_path(dir: &Path, i: usize) -> PathBuf {
@@ -168,11 +176,21 @@ impl Store {
                 reason: format!("store is truncated: {} pages on disk, superblock says {}", vol.num_pages(), sb.total_pages),
             });
         }
-        let mut s = Store { path: path.to_path_buf(), vol, out: Gtt::default(), inn: None, cache: PageCache::new(opts.cache_bytes as usize), sb };
+        let mut s = Store {
+            path: path.to_path_buf(),
+            vol,
+            out: Gtt::default(),
+            inn: None,
+            cache: PageCache::new(opts.cache_bytes as usize),
+            sb,
+            delta: RwLock::new(Delta::default()),
+            writer: None,
+        };
         s.out = s.load_gtt(&s.sb.out)?;
         if let Some(d) = s.sb.inn {
             s.inn = Some(s.load_gtt(&d)?);
         }
+        s.recover(opts.writable)?;
         Ok(s)
     }
 
@@ -198,11 +216,13 @@ impl Store {
     pub fn superblock(&self) -> &Superblock {
         &self.sb
     }
+    /// Vertices, including those added since the pages were written.
     pub fn num_nodes(&self) -> u64 {
-        self.sb.num_nodes
+        self.sb.num_nodes + self.delta.read().unwrap().added_nodes
     }
+    /// Stored edges, counting updates since the pages were written.
     pub fn num_edges(&self) -> u64 {
-        self.sb.num_edges
+        self.sb.num_edges.saturating_add_signed(self.delta.read().unwrap().edges_added)
     }
     pub fn directed(&self) -> bool {
         self.sb.directed
@@ -265,7 +285,7 @@ impl Store {
     }
 
     pub(crate) fn check_ids(&self, ids: &[u64]) -> Result<()> {
-        let n = self.sb.num_nodes;
+        let n = self.num_nodes();
         match ids.iter().find(|&&v| v >= n) {
             Some(&v) => Err(StoreError::VertexOutOfRange { vertex: v, num_nodes: n }),
             None => Ok(()),
@@ -334,7 +354,7 @@ impl Store {
         let gtt = self.gtt(dir)?;
         let (locs, pages) = self.plan(gtt, ids);
         let fetched = self.fetch(&pages)?;
-        self.decode_csr(gtt, ids, &locs, &pages, &fetched, weights, labels)
+        self.decode_csr(gtt, dir, ids, &locs, &pages, &fetched, weights, labels)
     }
 
     pub(crate) fn check_columns(&self, weights: bool, labels: bool) -> Result<()> {
@@ -349,7 +369,7 @@ impl Store {
 
     /// Builds the CSR of `ids` from their planned, fetched pages.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn decode_csr(&self, gtt: &Gtt, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], weights: bool, labels: bool) -> Result<Csr> {
+    pub(crate) fn decode_csr(&self, gtt: &Gtt, dir: Direction, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], weights: bool, labels: bool) -> Result<Csr> {
         let fmt: EdgeFormat = self.sb.fmt;
         let mut csr = Csr {
             indptr: vec![0; ids.len() + 1],
@@ -368,11 +388,16 @@ impl Store {
         for i in 0..ids.len() {
             csr.indptr[i + 1] += csr.indptr[i];
         }
-        Ok(csr)
+        let out_dir = dir == Direction::Out || !self.sb.directed;
+        Ok(self.delta.read().unwrap().patch(ids, csr, out_dir))
     }
 
     pub fn degree(&self, ids: &[u64], dir: Direction) -> Result<Vec<u64>> {
         self.check_ids(ids)?;
+        if !self.delta.read().unwrap().is_empty() {
+            let csr = self.neighbors(ids, dir, false, false)?;
+            return Ok(csr.indptr.windows(2).map(|w| w[1] - w[0]).collect());
+        }
         let gtt = self.gtt(dir)?;
         let (locs, pages) = self.plan(gtt, ids);
         let fetched = self.fetch(&pages)?;
@@ -391,6 +416,16 @@ impl Store {
         }
         self.check_ids(src)?;
         self.check_ids(dst)?;
+        if !self.delta.read().unwrap().is_empty() {
+            let csr = self.neighbors(src, Direction::Out, true, false)?;
+            let w = csr.weights.as_ref().expect("asked for weights");
+            return Ok((0..src.len())
+                .map(|i| {
+                    let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
+                    csr.indices[a..b].binary_search(&dst[i]).map_or(f32::NAN, |k| w[a + k])
+                })
+                .collect());
+        }
         let (locs, pages) = self.plan(&self.out, src);
         let fetched = self.fetch(&pages)?;
         let fmt = self.sb.fmt;
@@ -425,13 +460,14 @@ impl Store {
         let rb = t.row_bytes();
         let pl = tensor::payload(ps) as u64;
         let mut pages = Vec::with_capacity(ids.len());
-        for &r in ids {
+        // Rows of vertices added since the import have no page yet.
+        for &r in ids.iter().filter(|&&r| r < t.rows) {
             pages.extend(tensor::row_pages(r, rb, ps).map(|p| t.start_page + p));
         }
         let fetched = self.fetch(&pages)?;
         let mut data = vec![0u8; ids.len() * rb as usize];
         let mut k = 0;
-        for (i, &r) in ids.iter().enumerate() {
+        for (i, &r) in ids.iter().enumerate().filter(|&(_, &r)| r < t.rows) {
             let mut off = r * rb;
             let end = off + rb;
             let mut o = i * rb as usize;
@@ -447,6 +483,14 @@ impl Store {
                 o += n;
                 off += n as u64;
                 k += 1;
+            }
+        }
+        let delta = self.delta.read().unwrap();
+        if delta.rows.contains_key(name) {
+            for (i, &r) in ids.iter().enumerate() {
+                if let Some(row) = delta.row(name, r) {
+                    data[i * rb as usize..(i + 1) * rb as usize].copy_from_slice(row);
+                }
             }
         }
         Ok(Rows { dtype: t.dtype, dim: t.dim, data })

@@ -1,0 +1,360 @@
+//! Updates not yet merged into pages: an in-memory delta that every read
+//! merges with the base pages, and the operations that change it. Each
+//! operation is one WAL record (see `wal.rs`), so a batch is applied whole or
+//! not at all.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::error::{Result, StoreError};
+use crate::store::Csr;
+
+/// A weight update is logged as AddEdges of existing edges (with their
+/// labels), which replaces them.
+
+/// Edge id reported for an edge that lives only in the delta (it gets a
+/// CSR position when merged into pages).
+pub const DELTA_EDGE: u64 = u64::MAX;
+
+/// One update batch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// `count` new vertices, ids from the current vertex count; optional
+    /// rows per tensor (row-major bytes for all of them).
+    AddVertices { count: u64, tensors: Vec<(String, Vec<u8>)> },
+    /// Removes vertices and every edge touching them.
+    DeleteVertices { ids: Vec<u64> },
+    AddEdges { src: Vec<u64>, dst: Vec<u64>, weights: Option<Vec<f32>>, labels: Option<Vec<u32>> },
+    DeleteEdges { src: Vec<u64>, dst: Vec<u64> },
+    UpdateTensor { name: String, ids: Vec<u64>, rows: Vec<u8> },
+}
+
+/// Changes to the lists of one direction.
+#[derive(Debug, Clone, Default)]
+pub struct DirDelta {
+    added: HashMap<u64, BTreeMap<u64, (f32, u32)>>,
+    removed: HashMap<u64, HashSet<u64>>,
+}
+
+impl DirDelta {
+    fn add(&mut self, s: u64, d: u64, w: f32, l: u32) {
+        if let Some(r) = self.removed.get_mut(&s) {
+            r.remove(&d);
+        }
+        self.added.entry(s).or_default().insert(d, (w, l));
+    }
+
+    fn delete(&mut self, s: u64, d: u64) {
+        if let Some(a) = self.added.get_mut(&s) {
+            a.remove(&d);
+        }
+        self.removed.entry(s).or_default().insert(d);
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Delta {
+    pub added_nodes: u64,
+    pub deleted: HashSet<u64>,
+    pub out: DirDelta,
+    pub inn: DirDelta,
+    /// Rows written since the last merge, per tensor.
+    pub rows: HashMap<String, HashMap<u64, Vec<u8>>>,
+    /// Records applied (for stats and merge decisions).
+    pub ops: u64,
+    /// Change in stored edge entries (see `Store::num_edges`).
+    pub edges_added: i64,
+    /// Rough memory held, for the budget.
+    pub bytes: usize,
+}
+
+/// How the store keeps edges, which decides where an edge update goes.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    pub undirected: bool,
+    pub has_in: bool,
+    /// Vertices in the base pages; added vertices follow.
+    pub base_nodes: u64,
+}
+
+impl Delta {
+    pub fn is_empty(&self) -> bool {
+        self.ops == 0
+    }
+
+    /// Applies a validated (or replayed) operation.
+    pub fn apply(&mut self, op: &Op, shape: Shape) {
+        self.ops += 1;
+        match op {
+            Op::AddVertices { count, tensors } => {
+                let first = shape.base_nodes + self.added_nodes;
+                self.added_nodes += count;
+                for (name, bytes) in tensors {
+                    let row = bytes.len() / (*count).max(1) as usize;
+                    let m = self.rows.entry(name.clone()).or_default();
+                    for (k, chunk) in bytes.chunks(row.max(1)).enumerate() {
+                        m.insert(first + k as u64, chunk.to_vec());
+                    }
+                    self.bytes += bytes.len();
+                }
+            }
+            Op::DeleteVertices { ids } => {
+                for &v in ids {
+                    self.deleted.insert(v);
+                    self.out.added.remove(&v);
+                    self.inn.added.remove(&v);
+                }
+                self.bytes += 16 * ids.len();
+            }
+            Op::AddEdges { src, dst, weights, labels } => {
+                for i in 0..src.len() {
+                    let (s, d) = (src[i], dst[i]);
+                    let w = weights.as_ref().map_or(1.0, |w| w[i]);
+                    let l = labels.as_ref().map_or(0, |l| l[i]);
+                    self.out.add(s, d, w, l);
+                    if shape.undirected && s != d {
+                        self.out.add(d, s, w, l);
+                    }
+                    if shape.has_in {
+                        self.inn.add(d, s, w, l);
+                    }
+                }
+                self.bytes += 48 * src.len();
+            }
+            Op::DeleteEdges { src, dst } => {
+                for (&s, &d) in src.iter().zip(dst) {
+                    self.out.delete(s, d);
+                    if shape.undirected {
+                        self.out.delete(d, s);
+                    }
+                    if shape.has_in {
+                        self.inn.delete(d, s);
+                    }
+                }
+                self.bytes += 32 * src.len();
+            }
+            Op::UpdateTensor { name, ids, rows } => {
+                let row = rows.len() / ids.len().max(1);
+                let m = self.rows.entry(name.clone()).or_default();
+                for (&v, chunk) in ids.iter().zip(rows.chunks(row.max(1))) {
+                    m.insert(v, chunk.to_vec());
+                }
+                self.bytes += rows.len() + 8 * ids.len();
+            }
+        }
+    }
+
+    /// The row written for vertex `v` of tensor `name` since the last merge.
+    pub fn row(&self, name: &str, v: u64) -> Option<&[u8]> {
+        self.rows.get(name)?.get(&v).map(|r| r.as_slice())
+    }
+
+    /// Rewrites base lists of `ids` with the delta. `out_dir` picks the out
+    /// (or undirected) changes, else the in changes.
+    pub fn patch(&self, ids: &[u64], csr: Csr, out_dir: bool) -> Csr {
+        if self.is_empty() {
+            return csr;
+        }
+        let dd = if out_dir { &self.out } else { &self.inn };
+        let mut o = Csr {
+            indptr: Vec::with_capacity(ids.len() + 1),
+            indices: Vec::with_capacity(csr.indices.len()),
+            first_edge: Vec::with_capacity(ids.len()),
+            weights: csr.weights.as_ref().map(|w| Vec::with_capacity(w.len())),
+            labels: csr.labels.as_ref().map(|l| Vec::with_capacity(l.len())),
+        };
+        o.indptr.push(0);
+        for (i, &v) in ids.iter().enumerate() {
+            let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
+            // Contiguous base edges keep their ids; see DELTA_EDGE otherwise.
+            o.first_edge.push(csr.first_edge[i]);
+            if self.deleted.contains(&v) {
+                o.indptr.push(o.indices.len() as u64);
+                continue;
+            }
+            let removed = dd.removed.get(&v);
+            let added = dd.added.get(&v);
+            let mut adds = added.into_iter().flatten().peekable();
+            for k in a..b {
+                let d = csr.indices[k];
+                while let Some((&ad, &(w, l))) = adds.peek().copied() {
+                    if ad >= d {
+                        break;
+                    }
+                    self.push(&mut o, ad, w, l);
+                    adds.next();
+                }
+                let gone = removed.is_some_and(|r| r.contains(&d)) || self.deleted.contains(&d) || added.is_some_and(|m| m.contains_key(&d));
+                if !gone {
+                    o.indices.push(d);
+                    if let (Some(ow), Some(iw)) = (o.weights.as_mut(), csr.weights.as_ref()) {
+                        ow.push(iw[k]);
+                    }
+                    if let (Some(ol), Some(il)) = (o.labels.as_mut(), csr.labels.as_ref()) {
+                        ol.push(il[k]);
+                    }
+                }
+            }
+            for (&ad, &(w, l)) in adds {
+                self.push(&mut o, ad, w, l);
+            }
+            o.indptr.push(o.indices.len() as u64);
+        }
+        o
+    }
+
+    fn push(&self, o: &mut Csr, d: u64, w: f32, l: u32) {
+        if self.deleted.contains(&d) {
+            return;
+        }
+        o.indices.push(d);
+        if let Some(ow) = o.weights.as_mut() {
+            ow.push(w);
+        }
+        if let Some(ol) = o.labels.as_mut() {
+            ol.push(l);
+        }
+    }
+}
+
+// WAL payload encoding: a tag byte, then little-endian fields; arrays are a
+// u64 length followed by the elements.
+
+struct Enc(Vec<u8>);
+
+impl Enc {
+    fn u8(&mut self, x: u8) {
+        self.0.push(x);
+    }
+    fn u64(&mut self, x: u64) {
+        self.0.extend_from_slice(&x.to_le_bytes());
+    }
+    fn ids(&mut self, v: &[u64]) {
+        self.u64(v.len() as u64);
+        v.iter().for_each(|&x| self.u64(x));
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        self.u64(b.len() as u64);
+        self.0.extend_from_slice(b);
+    }
+    fn f32s(&mut self, v: &[f32]) {
+        self.u64(v.len() as u64);
+        v.iter().for_each(|x| self.0.extend_from_slice(&x.to_le_bytes()));
+    }
+    fn u32s(&mut self, v: &[u32]) {
+        self.u64(v.len() as u64);
+        v.iter().for_each(|x| self.0.extend_from_slice(&x.to_le_bytes()));
+    }
+}
+
+struct Dec<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Dec<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8]> {
+        if self.at + n > self.b.len() {
+            return Err(StoreError::Invalid("WAL record ends early".into()));
+        }
+        self.at += n;
+        Ok(&self.b[self.at - n..self.at])
+    }
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8")))
+    }
+    fn len(&mut self, elem: usize) -> Result<usize> {
+        let n = self.u64()? as usize;
+        if n.saturating_mul(elem) > self.b.len() - self.at {
+            return Err(StoreError::Invalid("WAL record array runs past its end".into()));
+        }
+        Ok(n)
+    }
+    fn ids(&mut self) -> Result<Vec<u64>> {
+        let n = self.len(8)?;
+        (0..n).map(|_| self.u64()).collect()
+    }
+    fn bytes(&mut self) -> Result<Vec<u8>> {
+        let n = self.len(1)?;
+        Ok(self.take(n)?.to_vec())
+    }
+    fn f32s(&mut self) -> Result<Vec<f32>> {
+        let n = self.len(4)?;
+        Ok(self.take(4 * n)?.chunks(4).map(|c| f32::from_le_bytes(c.try_into().expect("4"))).collect())
+    }
+    fn u32s(&mut self) -> Result<Vec<u32>> {
+        let n = self.len(4)?;
+        Ok(self.take(4 * n)?.chunks(4).map(|c| u32::from_le_bytes(c.try_into().expect("4"))).collect())
+    }
+    fn string(&mut self) -> Result<String> {
+        String::from_utf8(self.bytes()?).map_err(|_| StoreError::Invalid("WAL record holds a name that is not UTF-8".into()))
+    }
+}
+
+impl Op {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut e = Enc(Vec::new());
+        match self {
+            Op::AddVertices { count, tensors } => {
+                e.u8(1);
+                e.u64(*count);
+                e.u64(tensors.len() as u64);
+                for (n, b) in tensors {
+                    e.bytes(n.as_bytes());
+                    e.bytes(b);
+                }
+            }
+            Op::DeleteVertices { ids } => {
+                e.u8(2);
+                e.ids(ids);
+            }
+            Op::AddEdges { src, dst, weights, labels } => {
+                e.u8(3);
+                e.ids(src);
+                e.ids(dst);
+                e.f32s(weights.as_deref().unwrap_or(&[]));
+                e.u32s(labels.as_deref().unwrap_or(&[]));
+                e.u8(weights.is_some() as u8 | (labels.is_some() as u8) << 1);
+            }
+            Op::DeleteEdges { src, dst } => {
+                e.u8(4);
+                e.ids(src);
+                e.ids(dst);
+            }
+            Op::UpdateTensor { name, ids, rows } => {
+                e.u8(6);
+                e.bytes(name.as_bytes());
+                e.ids(ids);
+                e.bytes(rows);
+            }
+        }
+        e.0
+    }
+
+    pub fn decode(b: &[u8]) -> Result<Op> {
+        let mut d = Dec { b, at: 0 };
+        let op = match d.u8()? {
+            1 => {
+                let count = d.u64()?;
+                let n = d.len(16)?;
+                let tensors = (0..n).map(|_| Ok((d.string()?, d.bytes()?))).collect::<Result<_>>()?;
+                Op::AddVertices { count, tensors }
+            }
+            2 => Op::DeleteVertices { ids: d.ids()? },
+            3 => {
+                let (src, dst, w, l) = (d.ids()?, d.ids()?, d.f32s()?, d.u32s()?);
+                let flags = d.u8()?;
+                Op::AddEdges { src, dst, weights: (flags & 1 != 0).then_some(w), labels: (flags & 2 != 0).then_some(l) }
+            }
+            4 => Op::DeleteEdges { src: d.ids()?, dst: d.ids()? },
+            6 => Op::UpdateTensor { name: d.string()?, ids: d.ids()?, rows: d.bytes()? },
+            t => return Err(StoreError::Invalid(format!("unknown WAL operation {t}"))),
+        };
+        if d.at != b.len() {
+            return Err(StoreError::Invalid("WAL record has trailing bytes".into()));
+        }
+        Ok(op)
+    }
+}

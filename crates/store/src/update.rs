@@ -1,0 +1,311 @@
+//! Batched updates of a writable store: validate the whole batch against the
+//! current graph, log it as one WAL record, apply it to the delta, and (by
+//! default) return only once the record is durable. A batch that fails
+//! validation changes nothing.
+//!
+//! A record is visible to readers as soon as it is appended (later batches
+//! validate against it); it is acknowledged to its writer once durable.
+//! Recovery replays the durable records at open.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::path::Path;
+use std::sync::Mutex;
+
+use crate::delta::{Op, Shape};
+use crate::error::{Result, StoreError, file_err};
+use crate::store::{Direction, Store};
+use crate::wal::{self, Wal};
+
+pub(crate) struct Writer {
+    wal: Wal,
+    /// Validation and append of one batch at a time.
+    serial: Mutex<()>,
+    /// Held for the life of the store: one writer process.
+    _lock: File,
+}
+
+fn lock(path: &Path) -> Result<File> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(file_err(path))?;
+    // SAFETY: flock on an fd we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(StoreError::Locked { path: path.parent().unwrap_or(path).to_path_buf() });
+    }
+    Ok(f)
+}
+
+/// A WAL record: the change in edge count (computed at validation, so replay
+/// needs no reads), then the operation.
+fn record(edges_added: i64, op: &Op) -> Vec<u8> {
+    let mut b = edges_added.to_le_bytes().to_vec();
+    b.extend_from_slice(&op.encode());
+    b
+}
+
+impl Store {
+    fn shape(&self) -> Shape {
+        let sb = self.superblock();
+        Shape { undirected: !sb.directed, has_in: sb.directed && sb.inn.is_some(), base_nodes: sb.num_nodes }
+    }
+
+    /// Replays the log into the delta; a writable open also takes the writer
+    /// lock and keeps the log open for appends.
+    pub(crate) fn recover(&mut self, writable: bool) -> Result<()> {
+        let wal_path = self.path().join("wal.log");
+        let records = if writable {
+            let lock = lock(&self.path().join("writer.lock"))?;
+            let (wal, records) = Wal::open(&wal_path)?;
+            self.writer = Some(Writer { wal, serial: Mutex::new(()), _lock: lock });
+            records
+        } else if wal_path.exists() {
+            let bytes = std::fs::read(&wal_path).map_err(file_err(&wal_path))?;
+            wal::recover(&bytes, &wal_path)?.records
+        } else {
+            Vec::new()
+        };
+        let shape = self.shape();
+        let delta = self.delta.get_mut().unwrap();
+        for (lsn, payload) in records {
+            let bad = |why: String| StoreError::BadInput { path: wal_path.clone(), reason: format!("record {lsn}: {why}") };
+            if payload.len() < 8 {
+                return Err(bad("too short".into()));
+            }
+            let edges = i64::from_le_bytes(payload[..8].try_into().expect("8"));
+            let op = Op::decode(&payload[8..]).map_err(|e| bad(e.to_string()))?;
+            delta.apply(&op, shape);
+            delta.edges_added += edges;
+        }
+        Ok(())
+    }
+
+    fn writer(&self) -> Result<&Writer> {
+        self.writer.as_ref().ok_or(StoreError::ReadOnly)
+    }
+
+    fn commit(&self, w: &Writer, op: Op, edges_added: i64, durable: bool) -> Result<u64> {
+        let lsn = w.wal.append(&record(edges_added, &op))?;
+        {
+            let mut d = self.delta.write().unwrap();
+            d.apply(&op, self.shape());
+            d.edges_added += edges_added;
+        }
+        if durable {
+            w.wal.sync_to(lsn)?;
+        }
+        Ok(lsn)
+    }
+
+    /// Makes every appended update durable.
+    pub fn flush(&self) -> Result<()> {
+        let w = self.writer()?;
+        w.wal.sync_to(w.wal.appended_lsn())
+    }
+
+    fn check_live(&self, ids: &[u64], what: &str) -> Result<()> {
+        let n = self.num_nodes();
+        let d = self.delta.read().unwrap();
+        for &v in ids {
+            if v >= n {
+                return Err(StoreError::Invalid(format!("{what}: vertex {v} does not exist (the graph has {n} vertices)")));
+            }
+            if d.deleted.contains(&v) {
+                return Err(StoreError::Invalid(format!("{what}: vertex {v} was deleted")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether each (src, dst) is an edge now, and its label.
+    fn current_edges(&self, src: &[u64], dst: &[u64]) -> Result<Vec<Option<u32>>> {
+        let mut uniq: Vec<u64> = src.to_vec();
+        uniq.sort_unstable();
+        uniq.dedup();
+        let labels = self.has_labels();
+        let csr = self.neighbors(&uniq, Direction::Out, false, labels)?;
+        Ok(src
+            .iter()
+            .zip(dst)
+            .map(|(s, d)| {
+                let k = uniq.binary_search(s).expect("listed above");
+                let (a, b) = (csr.indptr[k] as usize, csr.indptr[k + 1] as usize);
+                csr.indices[a..b].binary_search(d).ok().map(|j| csr.labels.as_ref().map_or(0, |l| l[a + j]))
+            })
+            .collect())
+    }
+
+    fn entries(&self, s: u64, d: u64) -> i64 {
+        if !self.superblock().directed && s != d { 2 } else { 1 }
+    }
+
+    fn pairs<'a>(src: &'a [u64], dst: &'a [u64], what: &str) -> Result<()> {
+        if src.len() != dst.len() {
+            return Err(StoreError::Invalid(format!("{what}: {} sources but {} destinations", src.len(), dst.len())));
+        }
+        if src.is_empty() {
+            return Err(StoreError::Invalid(format!("{what}: empty batch")));
+        }
+        Ok(())
+    }
+
+    /// Adds `count` vertices; `tensors` gives their rows (row-major bytes)
+    /// for some tensors, others read as zeros. Returns the new ids.
+    pub fn add_vertices(&self, count: u64, tensors: &[(String, Vec<u8>)], durable: bool) -> Result<std::ops::Range<u64>> {
+        let w = self.writer()?;
+        let _g = w.serial.lock().unwrap();
+        if count == 0 || count > 1 << 32 {
+            return Err(StoreError::Invalid(format!("add_vertices: count {count} must be in 1..=2^32")));
+        }
+        for (name, rows) in tensors {
+            let t = self.tensor_meta(name)?;
+            if rows.len() as u64 != count * t.row_bytes() {
+                return Err(StoreError::Invalid(format!(
+                    "add_vertices: tensor {name:?} rows are {} bytes ({} x {}), got {} bytes for {count} vertices",
+                    t.row_bytes(),
+                    t.dim,
+                    t.dtype.name(),
+                    rows.len()
+                )));
+            }
+        }
+        let first = self.num_nodes();
+        self.commit(w, Op::AddVertices { count, tensors: tensors.to_vec() }, 0, durable)?;
+        Ok(first..first + count)
+    }
+
+    /// Deletes vertices and every edge that touches them.
+    pub fn delete_vertices(&self, ids: &[u64], durable: bool) -> Result<()> {
+        let w = self.writer()?;
+        let _g = w.serial.lock().unwrap();
+        self.check_live(ids, "delete_vertices")?;
+        let mut seen = HashSet::new();
+        if let Some(v) = ids.iter().find(|v| !seen.insert(**v)) {
+            return Err(StoreError::Invalid(format!("delete_vertices: vertex {v} listed twice")));
+        }
+        // Edge entries that go: the vertices' lists, and their entries in
+        // other lists (known for undirected stores and stores with in-edges).
+        let out = self.neighbors(ids, Direction::Out, false, false)?;
+        let mut gone = 0i64;
+        let has_in = self.superblock().inn.is_some() || !self.directed();
+        let inn = if has_in { Some(self.neighbors(ids, Direction::In, false, false)?) } else { None };
+        for (i, &v) in ids.iter().enumerate() {
+            let list = &out.indices[out.indptr[i] as usize..out.indptr[i + 1] as usize];
+            gone += list.len() as i64;
+            if let Some(inn) = &inn {
+                let l = &inn.indices[inn.indptr[i] as usize..inn.indptr[i + 1] as usize];
+                // Entries v in the out-lists of neighbors that stay.
+                gone += l.iter().filter(|&&u| u != v && !seen.contains(&u)).count() as i64;
+            }
+        }
+        self.commit(w, Op::DeleteVertices { ids: ids.to_vec() }, -gone, durable)?;
+        Ok(())
+    }
+
+    /// Adds edges (an existing edge is replaced); undirected stores add both
+    /// directions. Weights default to 1.0 where the store keeps weights.
+    pub fn add_edges(&self, src: &[u64], dst: &[u64], weights: Option<&[f32]>, labels: Option<&[u32]>, durable: bool) -> Result<()> {
+        let w = self.writer()?;
+        let _g = w.serial.lock().unwrap();
+        Self::pairs(src, dst, "add_edges")?;
+        self.check_live(src, "add_edges")?;
+        self.check_live(dst, "add_edges")?;
+        if let Some(ws) = weights {
+            self.check_columns(true, false)?;
+            if ws.len() != src.len() {
+                return Err(StoreError::Invalid(format!("add_edges: {} weights for {} edges", ws.len(), src.len())));
+            }
+            if let Some(x) = ws.iter().find(|x| !x.is_finite()) {
+                return Err(StoreError::Invalid(format!("add_edges: weight {x} is not finite")));
+            }
+        }
+        if let Some(ls) = labels {
+            self.check_columns(false, true)?;
+            if ls.len() != src.len() {
+                return Err(StoreError::Invalid(format!("add_edges: {} labels for {} edges", ls.len(), src.len())));
+            }
+        }
+        let now = self.current_edges(src, dst)?;
+        let mut seen = HashSet::new();
+        let mut added = 0i64;
+        for (i, (&s, &d)) in src.iter().zip(dst).enumerate() {
+            let key = if self.directed() { (s, d) } else { (s.min(d), s.max(d)) };
+            if now[i].is_none() && seen.insert(key) {
+                added += self.entries(s, d);
+            }
+        }
+        let op = Op::AddEdges { src: src.to_vec(), dst: dst.to_vec(), weights: weights.map(<[f32]>::to_vec), labels: labels.map(<[u32]>::to_vec) };
+        self.commit(w, op, added, durable)?;
+        Ok(())
+    }
+
+    /// Deletes edges; each must exist.
+    pub fn delete_edges(&self, src: &[u64], dst: &[u64], durable: bool) -> Result<()> {
+        let w = self.writer()?;
+        let _g = w.serial.lock().unwrap();
+        Self::pairs(src, dst, "delete_edges")?;
+        self.check_live(src, "delete_edges")?;
+        self.check_live(dst, "delete_edges")?;
+        let now = self.current_edges(src, dst)?;
+        let mut seen = HashSet::new();
+        let mut gone = 0i64;
+        for (i, (&s, &d)) in src.iter().zip(dst).enumerate() {
+            let key = if self.directed() { (s, d) } else { (s.min(d), s.max(d)) };
+            if now[i].is_none() || !seen.insert(key) {
+                return Err(StoreError::Invalid(format!("delete_edges: edge {s} -> {d} does not exist (or is listed twice)")));
+            }
+            gone += self.entries(s, d);
+        }
+        self.commit(w, Op::DeleteEdges { src: src.to_vec(), dst: dst.to_vec() }, -gone, durable)?;
+        Ok(())
+    }
+
+    /// Sets the weights of existing edges (labels are kept).
+    pub fn update_edge_weights(&self, src: &[u64], dst: &[u64], weights: &[f32], durable: bool) -> Result<()> {
+        let w = self.writer()?;
+        let _g = w.serial.lock().unwrap();
+        Self::pairs(src, dst, "update_edge_weights")?;
+        self.check_columns(true, false)?;
+        self.check_live(src, "update_edge_weights")?;
+        self.check_live(dst, "update_edge_weights")?;
+        if weights.len() != src.len() {
+            return Err(StoreError::Invalid(format!("update_edge_weights: {} weights for {} edges", weights.len(), src.len())));
+        }
+        if let Some(x) = weights.iter().find(|x| !x.is_finite()) {
+            return Err(StoreError::Invalid(format!("update_edge_weights: weight {x} is not finite")));
+        }
+        let now = self.current_edges(src, dst)?;
+        let mut labels = Vec::with_capacity(src.len());
+        for (i, l) in now.iter().enumerate() {
+            match l {
+                Some(l) => labels.push(*l),
+                None => return Err(StoreError::Invalid(format!("update_edge_weights: edge {} -> {} does not exist", src[i], dst[i]))),
+            }
+        }
+        let op = Op::AddEdges { src: src.to_vec(), dst: dst.to_vec(), weights: Some(weights.to_vec()), labels: self.has_labels().then_some(labels) };
+        self.commit(w, op, 0, durable)?;
+        Ok(())
+    }
+
+    /// Overwrites rows of a tensor (UpdateEmbed).
+    pub fn update_tensor(&self, name: &str, ids: &[u64], rows: &[u8], durable: bool) -> Result<()> {
+        let w = self.writer()?;
+        let _g = w.serial.lock().unwrap();
+        let t = self.tensor_meta(name)?;
+        if ids.is_empty() {
+            return Err(StoreError::Invalid("update_tensor: empty batch".into()));
+        }
+        if rows.len() as u64 != ids.len() as u64 * t.row_bytes() {
+            return Err(StoreError::Invalid(format!(
+                "update_tensor: {name:?} rows are {} bytes ({} x {}), got {} bytes for {} rows",
+                t.row_bytes(),
+                t.dim,
+                t.dtype.name(),
+                rows.len(),
+                ids.len()
+            )));
+        }
+        self.check_live(ids, "update_tensor")?;
+        self.commit(w, Op::UpdateTensor { name: name.to_string(), ids: ids.to_vec(), rows: rows.to_vec() }, 0, durable)?;
+        Ok(())
+    }
+}
