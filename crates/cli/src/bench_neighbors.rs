@@ -812,7 +812,7 @@ pub fn worker(a: WorkerArgs) -> CliResult {
     let backend = backend_choice(&a.backend)?;
     let mut r = match a.contender {
         Contender::Solidgraph => {
-            let store = Store::open(&l.store(), &OpenOptions { cache_bytes: a.cache_bytes, backend, inflight_per_member: a.inflight })?;
+            let store = Store::open(&l.store(), &OpenOptions { cache_bytes: a.cache_bytes, backend, inflight_per_member: a.inflight, ..Default::default() })?;
             let scale = store.page_size() as u64 / PAGE;
             let mut r = measure(&a, &ids, |ids| Ok(store.neighbors(ids, Direction::Out, false, false)?))?;
             let s = store.stats();

@@ -139,7 +139,7 @@ pub fn info_cmd(a: InfoArgs) -> CliResult {
         .collect();
     let j = serde_json::json!({
         "path": a.path, "format_version": solidgraph_store::superblock::FORMAT_VERSION, "epoch": sb.epoch,
-        "num_nodes": sb.num_nodes, "num_edges": sb.num_edges, "directed": sb.directed,
+        "num_nodes": s.num_nodes(), "num_edges": s.num_edges(), "pending_updates": s.pending_updates(), "directed": sb.directed,
         "in_edges": sb.inn.is_some() || !sb.directed, "weights": sb.fmt.weights, "labels": sb.fmt.labels,
         "id_bytes": sb.fmt.id_bytes, "page_size": sb.page_size, "members": sb.members, "stripe_pages": sb.stripe_pages,
         "pages": sb.total_pages, "bytes": s.size_bytes(),

@@ -1,5 +1,6 @@
 //! `solidgraph`: one binary for import, inspection, queries and benchmarks.
 
+mod apply;
 mod bench;
 mod graph;
 mod run;
@@ -24,6 +25,8 @@ enum Cmd {
     Verify(graph::VerifyArgs),
     /// Prints the neighbor lists of some vertices.
     Neighbors(graph::NeighborsArgs),
+    /// Applies a file of updates (+e/-e/w/+v/-v lines) durably through the write-ahead log.
+    Apply(apply::ApplyArgs),
     /// Runs an analytics algorithm; prints `vertex value` lines (LDBC Graphalytics format).
     Run(run::RunArgs),
     /// Benchmarks that compare SolidGraph with baselines in the same run.
@@ -40,6 +43,7 @@ fn main() {
         Cmd::Verify(a) => graph::verify_cmd(a),
         Cmd::Neighbors(a) => graph::neighbors_cmd(a),
         Cmd::Run(a) => run::run_cmd(a),
+        Cmd::Apply(a) => apply::apply_cmd(a),
         Cmd::Bench(b) => bench::run(b),
     };
     if let Err(e) = res {

@@ -96,6 +96,12 @@ impl Store {
         Ok(lsn)
     }
 
+    /// Update batches applied since the pages were written (held in the
+    /// delta and the WAL until a merge).
+    pub fn pending_updates(&self) -> u64 {
+        self.delta.read().unwrap().ops
+    }
+
     /// Makes every appended update durable.
     pub fn flush(&self) -> Result<()> {
         let w = self.writer()?;
