@@ -8,8 +8,12 @@ CARGO     ?= cargo
 BIN       := target/release/solidgraph
 DEMO_DIR  ?= demo-data
 PIP_DEPS  := maturin pytest numpy networkx
+# The GNN extras (solidgraph[torch]) and scipy for the tests' statistics;
+# `make test` tests the PyTorch/PyG integration for real. PyPI's torch wheels
+# pull CUDA libraries: ~100 s and ~5 GB, once (stamp file).
+TORCH_DEPS := torch torch_geometric scipy
 
-.PHONY: test demo build develop venv apt-fio clean
+.PHONY: test demo build develop venv venv-torch apt-fio clean
 
 $(VENV)/.ready:
 	python3 -m venv $(VENV)
@@ -18,6 +22,12 @@ $(VENV)/.ready:
 	touch $@
 
 venv: $(VENV)/.ready
+
+$(VENV)/.torch-ready: $(VENV)/.ready
+	$(PIP) install -q $(TORCH_DEPS)
+	touch $@
+
+venv-torch: $(VENV)/.torch-ready
 
 apt-fio:
 	@command -v fio >/dev/null || (apt-get install -y -q fio >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q fio >/dev/null))
@@ -30,11 +40,11 @@ develop: venv
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
 	  $(VENV)/bin/maturin develop --release -q
 
-test: venv build develop
+test: venv venv-torch build develop
 	$(CARGO) test --workspace --exclude solidgraph-py --release
 	SOLIDGRAPH_BIN=$(abspath $(BIN)) $(PY) -m pytest -q tests
 
-demo: venv build develop apt-fio
+demo: venv venv-torch build develop apt-fio
 	benchmarks/demo.sh
 
 clean:

@@ -2,13 +2,13 @@
 
 import os
 import pathlib
-from typing import Callable, Literal, Mapping, Sequence, TypedDict, Union, final, overload, type_check_only
+from typing import Callable, Iterable, Iterator, Literal, Mapping, Sequence, TypedDict, Union, final, overload, type_check_only
 
 import numpy as np
 import numpy.typing as npt
 
 __version__: str
-__all__ = ["Graph", "SolidGraphError", "__version__", "bench_io", "import_graph", "open"]
+__all__ = ["Graph", "Sample", "SampleLoader", "SolidGraphError", "__version__", "bench_io", "import_graph", "open"]
 
 _StrPath = Union[str, os.PathLike[str]]
 #: Vertex ids: any 1-D integer array or a sequence of ints. Negative ids are an error.
@@ -27,6 +27,12 @@ _Edges = Union[
 #: uint8 or bool, or a .npy file holding one.
 _TensorSource = Union[_StrPath, npt.NDArray[np.generic]]
 _I64 = npt.NDArray[np.int64]
+_F64 = npt.NDArray[np.float64]
+#: `progress=`: True writes "solidgraph {what}: {phase} {done}/{total}" lines
+#: to sys.stderr; a callable gets (phase, done, total), at most ~10 calls a
+#: second per phase. A callback's exception is reported, not raised.
+_Progress = Union[bool, Callable[[str, int, int], object]]
+_Names = Union[str, Sequence[str]]
 _F32 = npt.NDArray[np.float32]
 _U32 = npt.NDArray[np.uint32]
 
@@ -88,7 +94,7 @@ def import_graph(
     fill_factor: float = 0.9,
     memory_budget: int = 1 << 30,
     members: int = 1,
-    progress: bool | Callable[[str, int, int], object] = False,
+    progress: _Progress = False,
 ) -> ImportReport:
     """Builds a store at `out` (which must not exist) from an edge list and
     node tensors, sorting on disk when the input exceeds `memory_budget`.
@@ -112,7 +118,8 @@ def open(path: _StrPath, cache_bytes: int = 256 << 20) -> Graph:
 class Graph:
     """An open store. Every read takes a whole batch and releases the GIL;
     one Graph may be shared by several threads. Results are numpy arrays
-    that own the engine's buffers (no copy)."""
+    that own the engine's buffers (no copy). After fork() a child reopens
+    the store on first use; a Graph pickles as (path, cache_bytes)."""
 
     @property
     def num_nodes(self) -> int: ...
@@ -160,6 +167,92 @@ class Graph:
     def tensor(self, name: str, ids: _Ids) -> npt.NDArray[np.generic]:
         """Rows `ids` of a node tensor in the stored dtype: shape (n, dim),
         or (n,) when rows have one element."""
+    @property
+    def has_in_edges(self) -> bool:
+        """Whether "in" reads work: the graph is undirected or was imported
+        with in_edges=True."""
+    def sample_neighbors(
+        self,
+        seeds: _Ids,
+        fanouts: Sequence[int],
+        replace: bool = False,
+        weighted: bool = False,
+        direction: str = "in",
+        seed: int | None = None,
+        tensors: _Names | None = None,
+        max_fanout: int = 10000,
+    ) -> Sample:
+        """Multi-hop GraphSAGE neighbor sampling for one mini-batch, in one
+        engine call: each hop reads its whole frontier in one batch, and the
+        `tensors` rows of every sampled node are gathered in the same call.
+        `fanouts[h]` neighbors per node at hop h (-1: all, at most
+        `max_fanout`); `weighted` draws by edge weight (zero weights never);
+        `direction="in"` samples the nodes pointing at each node (PyG's
+        default; a directed store needs in_edges=True). Repeated seeds count
+        once. `seed=None` draws a fresh seed per call; a given seed gives the
+        same sample every time."""
+    def sample_loader(
+        self,
+        batches: Iterable[_Ids],
+        fanouts: Sequence[int],
+        replace: bool = False,
+        weighted: bool = False,
+        direction: str = "in",
+        seed: int | None = None,
+        tensors: _Names | None = None,
+        workers: int = 2,
+        prefetch: int = 4,
+        max_fanout: int = 10000,
+    ) -> SampleLoader:
+        """Samples `batches` (one seed array per mini-batch) on `workers`
+        Rust threads, at most `prefetch` batches ahead of the consumer, and
+        returns an iterator over them in order. Batch i uses a seed derived
+        from (seed, i), so results do not depend on `workers`. Options are
+        checked here; a bad batch raises SolidGraphError when it is reached."""
+    def random_walks(
+        self, starts: _Ids, length: int, p: float = 1.0, q: float = 1.0, seed: int | None = None, direction: str = "out"
+    ) -> _I64:
+        """Walks of `length` steps from every start, advanced together (one
+        batched read per step): shape (len(starts), length + 1), first column
+        `starts`. p/q != 1 gives node2vec's biased walks. A walk at a vertex
+        without edges stays there."""
+    def saint_subgraph(
+        self, roots: _Ids, walk_length: int, seed: int | None = None, tensors: _Names | None = None, direction: str = "out"
+    ) -> Sample:
+        """GraphSAINT random-walk subgraph: the nodes that walks from `roots`
+        visit (sorted), every stored edge among them (`row` -> `col`), and
+        their `tensors` rows. One hop: num_sampled_nodes/edges have one entry."""
+    @overload
+    def bfs(self, source: int, target: int | None = None, parents: Literal[False] = False, progress: _Progress = False) -> _I64: ...
+    @overload
+    def bfs(self, source: int, target: int | None = None, *, parents: Literal[True], progress: _Progress = False) -> tuple[_I64, _I64]:
+        """Breadth-first search over out-edges: levels (unreached: 2**63 - 1),
+        and with parents=True also the parent on a shortest path (the source
+        is its own; -1 when unreached). `target` stops the search once its
+        level is known."""
+    def wcc(self, progress: _Progress = False) -> _I64:
+        """Weakly connected components: every vertex gets the smallest vertex
+        id of its component."""
+    def pagerank(self, damping: float = 0.85, iterations: int = 20, tol: float | None = None, progress: _Progress = False) -> _F64:
+        """PageRank as LDBC Graphalytics defines it (the rank of vertices
+        without out-edges is spread over all vertices; sums to 1): at most
+        `iterations` iterations, fewer once an iteration changes the ranks by
+        less than `tol` (L1)."""
+    def mis(self, seed: int = 0, progress: _Progress = False) -> npt.NDArray[np.bool_]:
+        """A maximal independent set of the undirected view (Luby, seeded):
+        True for its vertices. Directed stores need in_edges=True."""
+    def kcore(self, progress: _Progress = False) -> npt.NDArray[np.uint32]:
+        """Core numbers of the undirected simple view (self-loops and
+        repeated edges ignored). Directed stores need in_edges=True."""
+    def sssp(self, source: int, progress: _Progress = False) -> _F64:
+        """Shortest-path distances over edge weights (which must be
+        non-negative) from `source`; inf where unreachable."""
+    def cdlp(self, iterations: int = 10, progress: _Progress = False) -> _I64:
+        """Label propagation (Graphalytics CDLP): synchronous rounds, each
+        vertex takes its neighbors' most frequent label (smallest on ties)."""
+    def lcc(self, progress: _Progress = False) -> _F64:
+        """Local clustering coefficient (Graphalytics LCC; for a directed
+        graph, directed links among the undirected neighborhood)."""
     def stats(self) -> Stats: ...
     def reset_stats(self) -> None: ...
     def clear_cache(self) -> None:
@@ -167,6 +260,52 @@ class Graph:
     def verify(self) -> VerifyReport:
         """Reads every page and checks checksums and invariants; raises
         SolidGraphError naming the first bad page."""
+
+@final
+class Sample:
+    """A sampled subgraph (PyG's SamplerOutput shape); every array shares
+    the engine's buffer (no copy)."""
+
+    @property
+    def node(self) -> _I64:
+        """Global ids of the sampled nodes, seeds first (each once)."""
+    @property
+    def row(self) -> _I64:
+        """Per edge, the local index (into `node`) of the sampled neighbor:
+        messages flow row -> col. A view of edge_index[0]."""
+    @property
+    def col(self) -> _I64:
+        """Per edge, the local index of the node it was drawn for. A view of
+        edge_index[1]."""
+    @property
+    def edge_index(self) -> _I64:
+        """(2, E): rows `row` and `col`, ready for torch.from_numpy."""
+    @property
+    def edge(self) -> _I64:
+        """Global edge ids (positions in the sampled direction's CSR order)."""
+    @property
+    def num_sampled_nodes(self) -> _I64:
+        """Nodes added per hop; [0] is the number of distinct seeds."""
+    @property
+    def num_sampled_edges(self) -> _I64:
+        """Edges sampled per hop."""
+    @property
+    def tensors(self) -> dict[str, npt.NDArray[np.generic]]:
+        """name -> rows for `node`, in the stored dtype."""
+
+@final
+class SampleLoader(Iterator[Sample]):
+    """The batches of one epoch, sampled by Rust threads ahead of the
+    consumer and handed out in order; the GIL is released while waiting. A
+    worker's error is raised at its batch and ends the epoch. Iterated in a
+    forked child, it reopens the store and restarts its threads there."""
+
+    def __iter__(self) -> SampleLoader: ...
+    def __next__(self) -> Sample: ...
+    def __len__(self) -> int: ...
+    @property
+    def position(self) -> int:
+        """Batches handed out so far."""
 
 def bench_io(
     paths: Sequence[_StrPath],
