@@ -27,6 +27,7 @@ pub enum Kind {
     Packed = 3,
     Extent = 4,
     Tensor = 5,
+    Presence = 6,
 }
 
 impl Kind {
@@ -37,6 +38,7 @@ impl Kind {
             3 => Kind::Packed,
             4 => Kind::Extent,
             5 => Kind::Tensor,
+            6 => Kind::Presence,
             _ => return None,
         })
     }

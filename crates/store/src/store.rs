@@ -204,6 +204,14 @@ impl Store {
                 g.decode_page(p, got.page(i), &h)?;
             }
         }
+        let bitmap: Vec<u64> = (d.gtt_start + d.gtt_pages..d.gtt_start + d.gtt_pages + d.bitmap_pages).collect();
+        for chunk in bitmap.chunks(1024) {
+            let got = self.vol.read(chunk)?;
+            for (i, &p) in chunk.iter().enumerate() {
+                let h = page::open_kind(p, got.page(i), Kind::Presence)?;
+                g.decode_bitmap_page(p, got.page(i), &h)?;
+            }
+        }
         if g.len() as u64 != d.gtt_entries {
             return Err(StoreError::Corrupt { page: d.gtt_start, reason: format!("GTT has {} entries, superblock says {}", g.len(), d.gtt_entries) });
         }

@@ -7,7 +7,7 @@
 //! magic "SOLIDGRF" | version u32 | page_size u32 | stripe_pages u64 | members u32
 //! flags u32 (1 directed, 2 in-edges, 4 weights, 8 labels) | id_bytes u32 | 0 u32
 //! num_nodes u64 | num_edges u64 | total_pages u64 | checkpoint_lsn u64
-//! out: DirMeta | in: DirMeta            (5 x u64 each)
+//! out: DirMeta | in: DirMeta            (6 x u64 each)
 //! tensors u32 | tensors x TensorMeta    (64-byte name, dtype u8 + 7 pad, 5 x u64)
 //! ```
 
@@ -32,6 +32,8 @@ pub struct DirMeta {
     pub gtt_entries: u64,
     pub adj_start: u64,
     pub adj_pages: u64,
+    /// Presence bitmap pages, right after the GTT pages.
+    pub bitmap_pages: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +73,7 @@ pub struct Superblock {
 }
 
 fn put_dir(b: &mut Vec<u8>, d: &DirMeta) {
-    for x in [d.gtt_start, d.gtt_pages, d.gtt_entries, d.adj_start, d.adj_pages] {
+    for x in [d.gtt_start, d.gtt_pages, d.gtt_entries, d.adj_start, d.adj_pages, d.bitmap_pages] {
         b.extend_from_slice(&x.to_le_bytes());
     }
 }
@@ -83,6 +85,7 @@ fn get_dir(b: &[u8], at: usize) -> DirMeta {
         gtt_entries: u64_at(b, at + 16),
         adj_start: u64_at(b, at + 24),
         adj_pages: u64_at(b, at + 32),
+        bitmap_pages: u64_at(b, at + 40),
     }
 }
 
@@ -123,7 +126,7 @@ impl Superblock {
 
     /// Bytes a superblock with `tensors` tensors needs; must fit a page.
     pub fn body_bytes(tensors: usize) -> usize {
-        HEADER + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 32 + 80 + 4 + tensors * TENSOR_ENTRY
+        HEADER + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 32 + 96 + 4 + tensors * TENSOR_ENTRY
     }
 
     /// Decodes copy `which`; `path` names the store in errors.
@@ -150,8 +153,8 @@ impl Superblock {
         let checkpoint_lsn = u64_at(b, at + 24);
         at += 32;
         let out = get_dir(b, at);
-        let inn = get_dir(b, at + 40);
-        at += 80;
+        let inn = get_dir(b, at + 48);
+        at += 96;
         let nt = u32_at(b, at) as usize;
         at += 4;
         let corrupt = |reason: String| StoreError::Corrupt { page: which, reason };

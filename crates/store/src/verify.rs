@@ -53,7 +53,8 @@ impl Store {
                 }
             }
             self.scan(meta.gtt_start, meta.gtt_pages, |no, pg| page::open_kind(no, pg, Kind::Gtt).map(|_| ()))?;
-            rep.pages += meta.adj_pages + meta.gtt_pages;
+            self.scan(meta.gtt_start + meta.gtt_pages, meta.bitmap_pages, |no, pg| page::open_kind(no, pg, Kind::Presence).map(|_| ()))?;
+            rep.pages += meta.adj_pages + meta.gtt_pages + meta.bitmap_pages;
             progress(rep.pages, total);
         }
         if rep.pages != total {
@@ -87,6 +88,7 @@ impl Store {
         let mut edges = 0u64;
         let mut i = 0usize;
         let mut last_vertex: Option<u64> = None;
+        let mut listed = 0u64;
         let mut ids = Vec::new();
         self.scan(start, pages, |no, pg| {
             let corrupt = |reason: String| StoreError::Corrupt { page: no, reason };
@@ -127,6 +129,10 @@ impl Store {
                         if last_vertex.is_some_and(|l| l >= v) || v >= sb.num_nodes {
                             return Err(corrupt(format!("vertex {v} out of order or out of range")));
                         }
+                        if !gtt.is_present(v) {
+                            return Err(corrupt(format!("vertex {v} has a list but the presence bitmap says none")));
+                        }
+                        listed += 1;
                         last_vertex = Some(v);
                         prev_end = e;
                         check_list(v, &pg[s..e], (e - s) / eb, &mut ids)?;
@@ -142,6 +148,12 @@ impl Store {
                     if d == 0 || d > per || (first_of_extent && last_vertex.is_some_and(|l| l >= v)) || (!first_of_extent && last_vertex != Some(v)) {
                         return Err(corrupt(format!("extent page {} of vertex {v} is inconsistent", h.aux)));
                     }
+                    if first_of_extent {
+                        if !gtt.is_present(v) {
+                            return Err(corrupt(format!("vertex {v} has a list but the presence bitmap says none")));
+                        }
+                        listed += 1;
+                    }
                     last_vertex = Some(v);
                     check_list(v, &pg[HEADER..HEADER + d * eb], d, &mut ids)?;
                 }
@@ -152,6 +164,9 @@ impl Store {
         })?;
         if i != gtt.len() {
             return Err(StoreError::Corrupt { page: start + pages, reason: format!("translation table has {} entries, region {i} pages", gtt.len()) });
+        }
+        if let Some(marked) = gtt.present_count().filter(|&m| m != listed) {
+            return Err(StoreError::Corrupt { page: start + pages, reason: format!("presence bitmap marks {marked} vertices, {listed} have lists") });
         }
         Ok(edges)
     }

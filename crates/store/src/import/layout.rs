@@ -78,6 +78,8 @@ pub struct LayoutOptions {
     pub self_loops: bool,
     pub num_nodes: u64,
     pub epoch: u64,
+    /// Keep a presence bitmap (see `Gtt`).
+    pub presence: bool,
 }
 
 pub struct Laid {
@@ -140,6 +142,7 @@ impl Builder<'_> {
     fn write_extent(&mut self, n: usize) -> Result<()> {
         if self.extent_pages == 0 {
             self.close_packed()?;
+            self.gtt.mark_present(self.v);
         }
         let (v, idx, no) = (self.v, self.extent_pages, self.w.page_no());
         let fmt = self.o.fmt;
@@ -184,6 +187,7 @@ impl Builder<'_> {
             if self.packed.is_empty() {
                 self.packed_base = self.edges;
             }
+            self.gtt.mark_present(self.v);
             let (v, ids, ws, ls) = (self.v, &self.ids, &self.ws, &self.ls);
             self.packed.add(self.w.page(), v, ids, ws, ls);
             self.edges += d as u64;
@@ -200,12 +204,16 @@ impl Builder<'_> {
 
 pub fn lay_out(vol: &Volume, first_page: u64, merged: &mut Merged, o: &LayoutOptions, total: u64, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Laid> {
     let ps = vol.page_size();
+    let mut gtt = Gtt::default();
+    if o.presence {
+        gtt.enable_presence();
+    }
     let mut b = Builder {
         w: PageWriter::new(vol, first_page),
         o,
         ps,
         packed: PackedBuilder::new(o.fmt, ps, o.fill),
-        gtt: Gtt::default(),
+        gtt,
         edges: 0,
         v: 0,
         ids: Vec::new(),

@@ -284,7 +284,10 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     }
     let runs = out_sort.runs() + in_sort.as_ref().map_or(0, |s| s.runs());
     let merge_budget = sort_budget;
-    let lo = LayoutOptions { fmt, fill: o.fill_factor, dedup: o.dedup, self_loops: o.self_loops, num_nodes, epoch: EPOCH };
+    // The presence bitmap costs n/8 bytes; skip it when ids are so sparse
+    // that it would outweigh the 4-byte id column of the edges.
+    let presence = num_nodes <= 32 * out_sort.count.max(1);
+    let lo = LayoutOptions { fmt, fill: o.fill_factor, dedup: o.dedup, self_loops: o.self_loops, num_nodes, epoch: EPOCH, presence };
     let (out_meta, in_meta, total_pages, num_edges) = std::thread::scope(|scope| -> Result<_> {
         let writer = scope.spawn(|| -> Result<()> {
             for (i, p) in plans.iter().enumerate() {
@@ -297,14 +300,14 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
             let mut merged = out_sort.finish(merge_budget)?;
             let out_laid = lay_out(&vol, next_page, &mut merged, &lo, out_total, &|d, t| progress("out-edges", d, t))?;
             drop(merged);
-            let (out_meta, mut next) = write_gtt(&vol, &out_laid.gtt, out_laid.next_page, next_page)?;
+            let (out_meta, mut next) = write_gtt(&vol, &out_laid.gtt, num_nodes, out_laid.next_page, next_page)?;
             let mut in_meta = None;
             if let Some(s) = in_sort {
                 let total = s.count;
                 let mut merged = s.finish(merge_budget)?;
                 let start = next;
                 let laid = lay_out(&vol, start, &mut merged, &LayoutOptions { self_loops: o.self_loops, ..lo }, total, &|d, t| progress("in-edges", d, t))?;
-                let (m, n) = write_gtt(&vol, &laid.gtt, laid.next_page, start)?;
+                let (m, n) = write_gtt(&vol, &laid.gtt, num_nodes, laid.next_page, start)?;
                 in_meta = Some(m);
                 next = n;
             }
@@ -374,18 +377,21 @@ fn trim_members(paths: &[PathBuf], total_pages: u64, o: &ImportOptions) -> Resul
     Ok(())
 }
 
-fn write_gtt(vol: &Volume, gtt: &Gtt, at: u64, adj_start: u64) -> Result<(DirMeta, u64)> {
+/// Writes the GTT pages, then the presence bitmap, from page `at`.
+fn write_gtt(vol: &Volume, gtt: &Gtt, num_nodes: u64, at: u64, adj_start: u64) -> Result<(DirMeta, u64)> {
     let ps = vol.page_size();
     let n = gtt.pages_needed(ps);
-    let mut w = PageWriter::new(vol, at);
-    let mut buf = vec![0u8; n as usize * ps];
+    let nb = if gtt.has_presence() { Gtt::bitmap_pages(num_nodes, ps) } else { 0 };
+    let mut buf = vec![0u8; (n + nb) as usize * ps];
     gtt.encode(ps, at, EPOCH, &mut buf);
+    gtt.encode_bitmap(num_nodes, ps, at + n, EPOCH, &mut buf[n as usize * ps..]);
+    let mut w = PageWriter::new(vol, at);
     for chunk in buf.chunks(ps) {
         w.page().copy_from_slice(chunk);
         w.done()?;
     }
     let next = w.finish()?;
-    Ok((DirMeta { gtt_start: at, gtt_pages: n, gtt_entries: gtt.len() as u64, adj_start, adj_pages: at - adj_start }, next))
+    Ok((DirMeta { gtt_start: at, gtt_pages: n, gtt_entries: gtt.len() as u64, adj_start, adj_pages: at - adj_start, bitmap_pages: nb }, next))
 }
 
 fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, progress: Progress) -> Result<()> {
