@@ -326,12 +326,10 @@ impl Volume {
         Ok(())
     }
 
-    /// Reads a batch of pages in one go.
-    pub fn read(&self, pages: &[u64]) -> Result<Pages> {
-        let ps = self.opts.page_size;
-        let ppc = chunk_bytes(&self.opts) / ps;
+    /// (member, offset, request index) of every page, sorted: each member's
+    /// requests form one run in offset order.
+    fn plan(&self, pages: &[u64]) -> Result<Vec<(u32, u64, u32)>> {
         let n = self.num_pages();
-        // (member, offset, request index), sorted: per-member runs by offset.
         let mut order: Vec<(u32, u64, u32)> = Vec::with_capacity(pages.len());
         for (i, &p) in pages.iter().enumerate() {
             if p >= n {
@@ -341,6 +339,14 @@ impl Volume {
             order.push((m as u32, off, i as u32));
         }
         order.sort_unstable();
+        Ok(order)
+    }
+
+    /// Reads a batch of pages in one go.
+    pub fn read(&self, pages: &[u64]) -> Result<Pages> {
+        let ps = self.opts.page_size;
+        let ppc = chunk_bytes(&self.opts) / ps;
+        let order = self.plan(pages)?;
         let mut slot_of = vec![0u32; pages.len()];
         let mut slots = 0usize;
         let mut ops: Vec<IoOp> = Vec::new();
@@ -398,16 +404,7 @@ impl Volume {
         if (data.as_ptr() as usize) % ALIGN != 0 {
             return Err(IoError::BadWrite("data buffer is not 4096-aligned (use AlignedBuf)".into()));
         }
-        let n = self.num_pages();
-        let mut order: Vec<(u32, u64, u32)> = Vec::with_capacity(pages.len());
-        for (i, &p) in pages.iter().enumerate() {
-            if p >= n {
-                return Err(IoError::PastEnd { page: p, num_pages: n });
-            }
-            let (m, off) = self.stripe.locate(p);
-            order.push((m as u32, off, i as u32));
-        }
-        order.sort_unstable();
+        let order = self.plan(pages)?;
         let mut ops: Vec<IoOp> = Vec::new();
         let mut by_member: Vec<Range<usize>> = vec![0..0; self.paths.len()];
         let mut last: Option<(u32, u64, u32)> = None;

@@ -90,12 +90,21 @@ pub(crate) trait Backend: Send + Sync {
     /// Runs `ops`; `by_member[m]` is the range of `ops` on member m, sorted by
     /// offset. Returns the first error only after every submitted op is done.
     fn execute(&self, ops: &[IoOp], by_member: &[Range<usize>], ctx: &ExecCtx) -> Result<()>;
+    /// The open member files (empty for the simulated disk, which overrides
+    /// the three methods below).
+    fn files(&self) -> &[File];
     /// fdatasync (or fsync when `metadata`) one member.
-    fn sync(&self, member: usize, metadata: bool, path: &std::path::Path) -> Result<()>;
+    fn sync(&self, member: usize, metadata: bool, path: &std::path::Path) -> Result<()> {
+        sync_file(&self.files()[member], metadata, path)
+    }
     /// Current length of a member in bytes.
-    fn member_len(&self, member: usize, path: &std::path::Path) -> Result<u64>;
+    fn member_len(&self, member: usize, path: &std::path::Path) -> Result<u64> {
+        file_len(&self.files()[member], path)
+    }
     /// Grows a member to `len` bytes, allocating space (ENOSPC surfaces here).
-    fn grow_member(&self, member: usize, len: u64, path: &std::path::Path) -> Result<()>;
+    fn grow_member(&self, member: usize, len: u64, path: &std::path::Path) -> Result<()> {
+        grow_file(&self.files()[member], len, path)
+    }
 }
 
 /// Opens a member file with O_DIRECT.

@@ -10,14 +10,13 @@
 use std::fs::File;
 use std::ops::Range;
 use std::os::fd::{AsRawFd, RawFd};
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
-use super::{Backend, BackendKind, ExecCtx, IoOp, file_len, grow_file, sync_file};
+use super::{Backend, BackendKind, ExecCtx, IoOp};
 use crate::error::Result;
 
 /// One batch as the lanes see it.
@@ -193,15 +192,7 @@ impl Backend for PosixBackend {
         first_err.map_or(Ok(()), Err)
     }
 
-    fn sync(&self, member: usize, metadata: bool, path: &Path) -> Result<()> {
-        sync_file(&self.files[member], metadata, path)
-    }
-
-    fn member_len(&self, member: usize, path: &Path) -> Result<u64> {
-        file_len(&self.files[member], path)
-    }
-
-    fn grow_member(&self, member: usize, len: u64, path: &Path) -> Result<()> {
-        grow_file(&self.files[member], len, path)
+    fn files(&self) -> &[File] {
+        &self.files
     }
 }

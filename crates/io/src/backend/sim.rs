@@ -220,6 +220,10 @@ impl Backend for SimBackend {
         first_err.map_or(Ok(()), Err)
     }
 
+    fn files(&self) -> &[std::fs::File] {
+        &[]
+    }
+
     fn sync(&self, member: usize, _metadata: bool, path: &Path) -> Result<()> {
         let mut st = self.disk.state.lock().unwrap();
         if let Err(why) = SimDisk::begin(&mut st) {

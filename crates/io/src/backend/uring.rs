@@ -6,13 +6,12 @@
 use std::fs::File;
 use std::ops::Range;
 use std::os::fd::{AsRawFd, RawFd};
-use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use io_uring::{IoUring, opcode, types};
 
-use super::{Backend, BackendKind, ExecCtx, IoOp, file_len, grow_file, sync_file};
+use super::{Backend, BackendKind, ExecCtx, IoOp};
 use crate::error::{IoError, Result};
 
 /// Ops per io_uring_enter when refilling. Handing the device a few requests
@@ -291,15 +290,7 @@ impl Backend for UringBackend {
         res
     }
 
-    fn sync(&self, member: usize, metadata: bool, path: &Path) -> Result<()> {
-        sync_file(&self.files[member], metadata, path)
-    }
-
-    fn member_len(&self, member: usize, path: &Path) -> Result<u64> {
-        file_len(&self.files[member], path)
-    }
-
-    fn grow_member(&self, member: usize, len: u64, path: &Path) -> Result<()> {
-        grow_file(&self.files[member], len, path)
+    fn files(&self) -> &[File] {
+        &self.files
     }
 }
