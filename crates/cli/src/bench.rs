@@ -9,8 +9,16 @@ use solidgraph_io::bench::{Dist, IoBenchConfig, Pattern};
 
 use crate::util::{CliResult, parse_size, progress_bar};
 
+#[path = "bench_common.rs"]
+mod common;
+#[path = "kron.rs"]
+mod kron;
 #[path = "bench_neighbors.rs"]
 mod neighbors;
+#[path = "bench_analytics.rs"]
+mod analytics;
+#[path = "bench_sampling.rs"]
+mod sampling;
 
 #[derive(Subcommand)]
 pub enum BenchCmd {
@@ -23,6 +31,20 @@ pub enum BenchCmd {
     /// One contender of `bench neighbors` in its own process (internal).
     #[command(hide = true)]
     NeighborsWorker(neighbors::WorkerArgs),
+    /// Out-of-core BFS, WCC, PageRank and k-core: SolidGraph's engine
+    /// against the same algorithms over CSR in mmap under one memory limit,
+    /// and against SolidGraph with the whole store cached.
+    Analytics(analytics::AnalyticsArgs),
+    /// One run of `bench analytics` in its own process (internal).
+    #[command(hide = true)]
+    AnalyticsWorker(analytics::AnalyticsWorkerArgs),
+    /// GraphSAGE sampling ([25, 10], batch 1024) with feature gather:
+    /// SolidGraph against the same sampler over CSR + features in mmap, and
+    /// against the whole store cached; feature gather alone; device IOPS.
+    Sampling(sampling::SamplingArgs),
+    /// One contender of `bench sampling` in its own process (internal).
+    #[command(hide = true)]
+    SamplingWorker(sampling::SamplingWorkerArgs),
 }
 
 #[derive(Args)]
@@ -65,6 +87,10 @@ pub fn run(cmd: BenchCmd) -> CliResult {
         BenchCmd::Io(a) => bench_io(a),
         BenchCmd::Neighbors(a) => neighbors::run(a),
         BenchCmd::NeighborsWorker(a) => neighbors::worker(a),
+        BenchCmd::Analytics(a) => analytics::run(a),
+        BenchCmd::AnalyticsWorker(a) => analytics::worker(a),
+        BenchCmd::Sampling(a) => sampling::run(a),
+        BenchCmd::SamplingWorker(a) => sampling::worker(a),
     }
 }
 

@@ -31,6 +31,9 @@ pub struct Lists<'a> {
     ranges: Vec<(u64, u64)>,
     /// Adjacency pages per range, for the dense/sparse choice.
     range_pages: Vec<u64>,
+    /// Range reads go through the page cache: only when it can hold the
+    /// whole store (else a scan would just evict everything).
+    cached_ranges: bool,
 }
 
 enum Job {
@@ -70,7 +73,8 @@ impl<'a> Lists<'a> {
             .windows(2)
             .map(|w| (w[1] - w[0]).max(1))
             .collect();
-        Ok(Lists { store, dirs: vec![dir], weights, ranges, range_pages })
+        let cached_ranges = store.stats().cache.budget >= store.size_bytes();
+        Ok(Lists { store, dirs: vec![dir], weights, ranges, range_pages, cached_ranges })
     }
 
     pub fn store(&self) -> &Store {
@@ -121,11 +125,12 @@ impl<'a> Lists<'a> {
     /// under a frontier, only members are handed to `f`.
     fn pump(&self, jobs: Vec<Job>, frontier: Option<&[u64]>, mut f: impl FnMut(u64, &[u64], &[f32])) -> Result<()> {
         let (tx, rx) = sync_channel::<Result<(Job, Csr)>>(1);
-        let (store, dirs, weights) = (self.store, &self.dirs, self.weights);
+        let (store, dirs, weights, cached) = (self.store, &self.dirs, self.weights, self.cached_ranges);
         std::thread::scope(|s| {
             s.spawn(move || {
                 for job in jobs {
                     let read = |dir| match &job {
+                        Job::Range(lo, hi) if cached => store.neighbors(&(*lo..*hi).collect::<Vec<_>>(), dir, weights, false),
                         Job::Range(lo, hi) => store.read_range(dir, *lo, *hi, weights),
                         Job::Ids(ids) => store.neighbors(ids, dir, weights, false),
                     };

@@ -55,7 +55,9 @@ pub struct Sample {
     pub tensors: Vec<Rows>,
 }
 
-fn rng_for(seed: u64, hop: u64, v: u64) -> Xoshiro256PlusPlus {
+/// The generator of one (seed, hop, vertex) draw (public so that baselines
+/// can reproduce the sampler exactly).
+pub fn rng_for(seed: u64, hop: u64, v: u64) -> Xoshiro256PlusPlus {
     let mut z = seed ^ hop.wrapping_mul(0xD1B5_4A32_D192_ED03) ^ v.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     Xoshiro256PlusPlus::seed_from_u64(z ^ (z >> 31))
@@ -63,7 +65,7 @@ fn rng_for(seed: u64, hop: u64, v: u64) -> Xoshiro256PlusPlus {
 
 /// Picks positions in a list of `d` edges; `w` holds their weights when
 /// sampling by weight.
-fn choose(rng: &mut Xoshiro256PlusPlus, d: usize, k: i64, replace: bool, w: Option<&[f32]>, out: &mut Vec<usize>) {
+pub fn choose(rng: &mut Xoshiro256PlusPlus, d: usize, k: i64, replace: bool, w: Option<&[f32]>, out: &mut Vec<usize>) {
     out.clear();
     if d == 0 {
         return;

@@ -461,36 +461,47 @@ impl Store {
     }
 
     /// Gathers rows `ids` of tensor `name`: each page read once for the batch.
+    /// Rows are visited in row order, in parts of at most
+    /// `TENSOR_PART_PAGES` pages, so a huge gather pins a bounded number of
+    /// pages (not one page per row of the whole batch) while each part is
+    /// still one sorted, merged volume batch.
     pub fn tensor(&self, name: &str, ids: &[u64]) -> Result<Rows> {
+        const TENSOR_PART_PAGES: u64 = 16 * 1024;
         let t = self.tensor_meta(name)?.clone();
         self.check_ids(ids)?;
         let ps = self.page_size();
         let rb = t.row_bytes();
         let pl = tensor::payload(ps) as u64;
-        let mut pages = Vec::with_capacity(ids.len());
-        // Rows of vertices added since the import have no page yet.
-        for &r in ids.iter().filter(|&&r| r < t.rows) {
-            pages.extend(tensor::row_pages(r, rb, ps).map(|p| t.start_page + p));
-        }
-        let fetched = self.fetch(&pages)?;
         let mut data = vec![0u8; ids.len() * rb as usize];
-        let mut k = 0;
-        for (i, &r) in ids.iter().enumerate().filter(|&(_, &r)| r < t.rows) {
-            let mut off = r * rb;
-            let end = off + rb;
-            let mut o = i * rb as usize;
-            while off < end {
-                let (pg, pno) = (&fetched[k], pages[k]);
-                let h = page::open_kind_trusted(pno, pg, Kind::Tensor)?;
-                if h.aux as u64 != pno - t.start_page {
-                    return Err(StoreError::Corrupt { page: pno, reason: "tensor page out of place".into() });
+        // Rows of vertices added since the import have no page yet.
+        let mut order: Vec<usize> = (0..ids.len()).filter(|&i| ids[i] < t.rows).collect();
+        order.sort_unstable_by_key(|&i| ids[i]);
+        let part = (TENSOR_PART_PAGES / (rb.div_ceil(pl) + 1)).max(1) as usize;
+        let mut pages = Vec::new();
+        for rows in order.chunks(part) {
+            pages.clear();
+            for &i in rows {
+                pages.extend(tensor::row_pages(ids[i], rb, ps).map(|p| t.start_page + p));
+            }
+            let fetched = self.fetch(&pages)?;
+            let mut k = 0;
+            for &i in rows {
+                let mut off = ids[i] * rb;
+                let end = off + rb;
+                let mut o = i * rb as usize;
+                while off < end {
+                    let (pg, pno) = (&fetched[k], pages[k]);
+                    let h = page::open_kind_trusted(pno, pg, Kind::Tensor)?;
+                    if h.aux as u64 != pno - t.start_page {
+                        return Err(StoreError::Corrupt { page: pno, reason: "tensor page out of place".into() });
+                    }
+                    let in_page = (off % pl) as usize;
+                    let n = ((pl - off % pl).min(end - off)) as usize;
+                    data[o..o + n].copy_from_slice(&pg[HEADER + in_page..HEADER + in_page + n]);
+                    o += n;
+                    off += n as u64;
+                    k += 1;
                 }
-                let in_page = (off % pl) as usize;
-                let n = ((pl - off % pl).min(end - off)) as usize;
-                data[o..o + n].copy_from_slice(&pg[HEADER + in_page..HEADER + in_page + n]);
-                o += n;
-                off += n as u64;
-                k += 1;
             }
         }
         let delta = self.delta.read().unwrap();

@@ -1,0 +1,769 @@
+//! `solidgraph bench analytics`: BFS, WCC, PageRank and k-core out of core,
+//! SolidGraph's engine against the same algorithms over plain CSR in mmap
+//! (default advice and MADV_RANDOM) under the same memory limit, and against
+//! SolidGraph with the whole store cached (the in-memory speed of our code).
+//!
+//! Every (contender, algorithm, round) runs in its own worker process with
+//! caches dropped before; the out-of-core contenders join a cgroup v1 memory
+//! group of the same limit. The limit is the budget (10% of the store by
+//! default) unless the algorithm's vertex state alone needs more: then the
+//! limit is state + process overhead + a small cache, and the report says so.
+//! SolidGraph's page cache is the limit minus state minus overhead.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+use solidgraph_store::{OpenOptions, Store};
+
+use super::common::*;
+use super::kron::Kronecker;
+use crate::util::{CliResult, parse_size};
+
+/// Smallest page cache SolidGraph gets when state eats the budget.
+const MIN_CACHE: u64 = 32 << 20;
+
+#[derive(Args)]
+pub struct AnalyticsArgs {
+    /// Graph500 scale of the generated graph: 2^SCALE vertices.
+    #[arg(long, default_value_t = 24)]
+    scale: u32,
+    #[arg(long, default_value_t = 16)]
+    edge_factor: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Work directory (default: $SOLIDGRAPH_BENCH_DIR or /work/bench, then analytics-s{SCALE}).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Rebuild the edge file, store and CSR files even when present.
+    #[arg(long)]
+    fresh: bool,
+    /// Algorithms, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "bfs,wcc,pagerank,kcore")]
+    algos: Vec<Algo>,
+    /// PageRank iterations.
+    #[arg(long, default_value_t = 10)]
+    iterations: u32,
+    /// Memory budget as a share of the store's size.
+    #[arg(long, default_value_t = 0.10)]
+    budget_fraction: f64,
+    /// Memory budget in bytes (overrides --budget-fraction).
+    #[arg(long, value_parser = parse_size)]
+    memory_budget: Option<u64>,
+    /// Rounds over all contenders (order rotated); medians are shown.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// Time cap of one SolidGraph run (out of core or cached).
+    #[arg(long, default_value_t = 600.0)]
+    max_seconds: f64,
+    /// Time cap of one mmap baseline run (default advice thrashes with 8 MiB readahead).
+    #[arg(long, default_value_t = 60.0)]
+    baseline_max_seconds: f64,
+    /// Skip contenders, comma-separated (e.g. mmap,cached).
+    #[arg(long, value_delimiter = ',')]
+    skip: Vec<Contender>,
+    /// Seconds of `bench io --pattern read --block 1MiB` for the device's sequential bandwidth (0: skip).
+    #[arg(long, default_value_t = 5.0)]
+    io_seconds: f64,
+    #[arg(long, default_value_t = 64)]
+    inflight: usize,
+    #[arg(long, default_value = "4GiB", value_parser = parse_size)]
+    import_memory: u64,
+    #[arg(long)]
+    backend: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Algo {
+    Bfs,
+    Wcc,
+    Pagerank,
+    Kcore,
+}
+
+impl Algo {
+    fn name(self) -> &'static str {
+        match self {
+            Algo::Bfs => "bfs",
+            Algo::Wcc => "wcc",
+            Algo::Pagerank => "pagerank",
+            Algo::Kcore => "kcore",
+        }
+    }
+
+    /// Peak bytes per vertex of the vertex state (engine and baselines
+    /// alike): BFS levels i64 + frontier and next level u64; WCC parents
+    /// u64; PageRank two f64 arrays; k-core degree, position and order u32
+    /// + the peeled batch u64.
+    fn state_per_vertex(self) -> u64 {
+        match self {
+            Algo::Bfs => 24,
+            Algo::Wcc => 8,
+            Algo::Pagerank => 16,
+            Algo::Kcore => 20,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Contender {
+    Solidgraph,
+    Mmap,
+    MmapRandom,
+    Cached,
+}
+
+const CONTENDERS: [Contender; 4] = [Contender::Solidgraph, Contender::Mmap, Contender::MmapRandom, Contender::Cached];
+
+impl Contender {
+    fn name(self) -> &'static str {
+        match self {
+            Contender::Solidgraph => "solidgraph",
+            Contender::Mmap => "mmap",
+            Contender::MmapRandom => "mmap-random",
+            Contender::Cached => "cached",
+        }
+    }
+    fn label(self) -> &'static str {
+        match self {
+            Contender::Solidgraph => "(S) SolidGraph out of core",
+            Contender::Mmap => "(a) CSR mmap",
+            Contender::MmapRandom => "(a) CSR mmap MADV_RANDOM",
+            Contender::Cached => "(b) SolidGraph all cached",
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct AnalyticsWorkerArgs {
+    #[arg(long)]
+    dir: PathBuf,
+    #[arg(long, value_enum)]
+    contender: Contender,
+    #[arg(long, value_enum)]
+    algo: Algo,
+    #[arg(long)]
+    source: u64,
+    #[arg(long)]
+    iterations: u32,
+    #[arg(long)]
+    cache_bytes: u64,
+    #[arg(long)]
+    inflight: usize,
+    /// Where to write the result array (raw little-endian).
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long)]
+    cgroup: Option<PathBuf>,
+    #[arg(long)]
+    backend: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct WorkerReport {
+    seconds: f64,
+    /// Seconds of the warm-up run (cached contender only).
+    warmup_seconds: Option<f64>,
+    /// Bytes our volume read (SolidGraph) during the timed run.
+    volume_bytes: Option<u64>,
+    ios: Option<u64>,
+    cache_hits: Option<u64>,
+    cache_misses: Option<u64>,
+    os_read_bytes: u64,
+    major_faults: u64,
+    /// BFS levels, PageRank iterations, k-core peel rounds; 1 for WCC.
+    passes: u64,
+}
+
+struct Run {
+    c: Contender,
+    algo: Algo,
+    /// None when capped.
+    w: Option<WorkerReport>,
+    peak: Option<u64>,
+    result: PathBuf,
+}
+
+pub fn run(a: AnalyticsArgs) -> CliResult {
+    if a.rounds == 0 || a.algos.is_empty() {
+        return Err(BenchError::Invalid("--rounds and --algos must not be empty".into()).into());
+    }
+    let progress = Progress { hidden: a.json };
+    let source = Source::Generated(Kronecker::new(a.scale, a.edge_factor, a.seed).map_err(BenchError::Invalid)?);
+    let dir = a.dir.clone().unwrap_or_else(|| bench_root().join(format!("analytics-s{}", a.scale)));
+    let spec = GraphSpec { source, dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone() };
+    let g = prepare_graph(&spec, &progress, &|_| Ok(Vec::new()))?;
+    if g.meta.id_bytes != 4 {
+        return Err(BenchError::Invalid("the mmap baselines read u32 column indices (at most 2^32 vertices)".into()).into());
+    }
+    let files = g.files()?;
+    let n = g.meta.nodes;
+    let budget = a.memory_budget.unwrap_or((g.store_bytes as f64 * a.budget_fraction) as u64);
+    // BFS from a vertex with edges (as Graph500 picks roots).
+    let bfs_source = draw_ids(&g.l, g.meta, a.seed, 1, true)?[0];
+    let results = g.l.dir.join("results");
+    std::fs::create_dir_all(&results).map_err(file_err(&results))?;
+
+    let seq = if a.io_seconds > 0.0 {
+        let pb = progress.bar(0, "bench io");
+        let r = device_io(&g.l.dir, "read", 1 << 20, 64, a.io_seconds, &a.backend)?;
+        pb.finish_and_clear();
+        Some(r)
+    } else {
+        None
+    };
+
+    let cgroups = cgroups_usable();
+    let contenders: Vec<Contender> = CONTENDERS.iter().copied().filter(|c| !a.skip.contains(c)).collect();
+    if !contenders.contains(&Contender::Solidgraph) {
+        return Err(BenchError::Invalid("solidgraph cannot be skipped".into()).into());
+    }
+    let mut runs: Vec<Run> = Vec::new();
+    for round in 0..a.rounds {
+        for &algo in &a.algos {
+            let state = algo.state_per_vertex() * n;
+            let limit = budget.max(state + PROCESS_OVERHEAD + MIN_CACHE);
+            let cache = limit - state - PROCESS_OVERHEAD;
+            for k in 0..contenders.len() {
+                let c = contenders[(round + k) % contenders.len()];
+                drop_caches(&files);
+                let in_cg = c != Contender::Cached && cgroups;
+                let cg = if in_cg { Some(Cgroup::create(&format!("{}-{}", c.name(), algo.name()), limit)?) } else { None };
+                let out = results.join(format!("{}-{}-r{round}.bin", c.name(), algo.name()));
+                let cache_bytes = match c {
+                    Contender::Solidgraph => cache,
+                    Contender::Cached => g.store_bytes + (64 << 20),
+                    _ => 0,
+                };
+                let mut args: Vec<OsString> = ["bench", "analytics-worker", "--contender", c.name(), "--algo", algo.name(), "--dir"].map(OsString::from).to_vec();
+                args.push(g.l.dir.clone().into());
+                args.push("--out".into());
+                args.push(out.clone().into());
+                for (k, v) in [
+                    ("--source", bfs_source.to_string()),
+                    ("--iterations", a.iterations.to_string()),
+                    ("--cache-bytes", cache_bytes.to_string()),
+                    ("--inflight", a.inflight.to_string()),
+                ] {
+                    args.push(k.into());
+                    args.push(v.into());
+                }
+                if let Some(b) = &a.backend {
+                    args.push("--backend".into());
+                    args.push(b.into());
+                }
+                let cap = match c {
+                    Contender::Mmap | Contender::MmapRandom => a.baseline_max_seconds,
+                    Contender::Cached => 2.0 * a.max_seconds,
+                    Contender::Solidgraph => a.max_seconds,
+                };
+                let pb = progress.bar(0, c.name());
+                pb.set_style(indicatif::ProgressStyle::with_template("{msg:>12} {prefix} {spinner} {elapsed}").expect("static template"));
+                pb.set_prefix(format!("{} round {}/{}", algo.name(), round + 1, a.rounds));
+                pb.enable_steady_tick(Duration::from_millis(200));
+                let _ = std::fs::remove_file(&out);
+                let end = run_worker(&format!("{}-{}", c.name(), algo.name()), &args, cg.as_ref(), Some(Duration::from_secs_f64(cap)))?;
+                pb.finish_and_clear();
+                let w = match end {
+                    WorkerEnd::Done(line) => Some(serde_json::from_str::<WorkerReport>(&line).map_err(|e| BenchError::Worker { contender: c.name(), reason: format!("bad report {line:?}: {e}") })?),
+                    WorkerEnd::Capped => None,
+                };
+                let peak = cg.as_ref().and_then(|g| g.read("memory.max_usage_in_bytes"));
+                runs.push(Run { c, algo, w, peak, result: out });
+            }
+        }
+    }
+    let verified = verify(&runs, &a.algos)?;
+    for r in &runs {
+        let _ = std::fs::remove_file(&r.result);
+    }
+    let rep = Report { a: &a, g: &g, budget, bfs_source, cgroups, seq, runs, verified, contenders };
+    if a.json {
+        println!("{}", rep.json());
+    } else {
+        rep.print();
+    }
+    Ok(())
+}
+
+/// Compares every finished run's result with SolidGraph's: BFS levels, WCC
+/// labels (smallest vertex of the component: same partition) and core
+/// numbers exactly, PageRank within 1e-6 relative.
+fn verify(runs: &[Run], algos: &[Algo]) -> CliResult<Vec<String>> {
+    let mut notes = Vec::new();
+    for &algo in algos {
+        let Some(reference) = runs.iter().find(|r| r.algo == algo && r.c == Contender::Solidgraph && r.w.is_some()) else {
+            notes.push(format!("{}: SolidGraph was capped, nothing verified", algo.name()));
+            continue;
+        };
+        let want = std::fs::read(&reference.result).map_err(file_err(&reference.result))?;
+        let mut checked = 0;
+        for r in runs.iter().filter(|r| r.algo == algo && r.w.is_some() && !std::ptr::eq(*r, reference)) {
+            let got = std::fs::read(&r.result).map_err(file_err(&r.result))?;
+            let ok = match algo {
+                Algo::Pagerank => {
+                    got.len() == want.len()
+                        && got.chunks_exact(8).zip(want.chunks_exact(8)).all(|(x, y)| {
+                            let (x, y) = (f64::from_le_bytes(x.try_into().unwrap()), f64::from_le_bytes(y.try_into().unwrap()));
+                            (x - y).abs() <= 1e-6 * x.abs().max(y.abs())
+                        })
+                }
+                _ => got == want,
+            };
+            if !ok {
+                return Err(BenchError::Invalid(format!("{}: {} disagrees with solidgraph", algo.name(), r.c.name())).into());
+            }
+            checked += 1;
+        }
+        notes.push(format!("{}: {checked} run(s) agree with SolidGraph", algo.name()));
+    }
+    Ok(notes)
+}
+
+struct Report<'a> {
+    a: &'a AnalyticsArgs,
+    g: &'a Graph,
+    budget: u64,
+    bfs_source: u64,
+    cgroups: bool,
+    seq: Option<solidgraph_io::bench::IoBenchResult>,
+    runs: Vec<Run>,
+    verified: Vec<String>,
+    contenders: Vec<Contender>,
+}
+
+struct Cell {
+    /// Median seconds of finished rounds; None when every round was capped.
+    seconds: Option<f64>,
+    capped: usize,
+    rounds: usize,
+    run: Option<usize>,
+}
+
+const BAR_VS_MMAP: f64 = 2.0;
+const BAR_VS_CACHED: f64 = 3.0;
+const BAR_SEQ_SHARE: f64 = 0.8;
+
+impl Report<'_> {
+    fn cell(&self, c: Contender, algo: Algo) -> Cell {
+        let idx: Vec<usize> = (0..self.runs.len()).filter(|&i| self.runs[i].c == c && self.runs[i].algo == algo).collect();
+        let mut fin: Vec<(f64, usize)> = idx.iter().filter_map(|&i| self.runs[i].w.as_ref().map(|w| (w.seconds, i))).collect();
+        fin.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let capped = idx.len() - fin.len();
+        // A capped round counts as slower than any finished one.
+        let mid = (idx.len().max(1) - 1) / 2;
+        let (seconds, run) = if mid < fin.len() { (Some(fin[mid].0), Some(fin[mid].1)) } else { (None, None) };
+        Cell { seconds, capped, rounds: idx.len(), run }
+    }
+
+    fn cap(&self, c: Contender) -> f64 {
+        match c {
+            Contender::Mmap | Contender::MmapRandom => self.a.baseline_max_seconds,
+            Contender::Cached => 2.0 * self.a.max_seconds,
+            Contender::Solidgraph => self.a.max_seconds,
+        }
+    }
+
+    /// Seconds of the better mmap baseline (a capped one counts as its cap,
+    /// a lower bound) and whether it was capped.
+    fn mmap_best(&self, algo: Algo) -> Option<(f64, bool, Contender)> {
+        [Contender::Mmap, Contender::MmapRandom]
+            .iter()
+            .filter(|c| self.contenders.contains(c))
+            .map(|&c| {
+                let cell = self.cell(c, algo);
+                match cell.seconds {
+                    Some(s) => (s, false, c),
+                    None => (self.cap(c), true, c),
+                }
+            })
+            .min_by(|x, y| x.0.total_cmp(&y.0))
+    }
+
+    /// S's read bandwidth over its timed run, MiB/s.
+    fn s_mib_s(&self, algo: Algo) -> Option<f64> {
+        let cell = self.cell(Contender::Solidgraph, algo);
+        let w = self.runs[cell.run?].w.as_ref()?;
+        Some(w.volume_bytes? as f64 / (1 << 20) as f64 / w.seconds.max(1e-9))
+    }
+
+    fn verdicts(&self, algo: Algo) -> (Option<f64>, Option<bool>, Option<f64>, Option<bool>) {
+        let s = self.cell(Contender::Solidgraph, algo).seconds;
+        let vs_a = match (s, self.mmap_best(algo)) {
+            (Some(s), Some((m, _, _))) => Some(m / s),
+            _ => None,
+        };
+        // A capped baseline only gives a lower bound: met if even that clears the bar.
+        let a_met = vs_a.map(|r| r >= BAR_VS_MMAP);
+        let vs_b = match (s, self.cell(Contender::Cached, algo).seconds) {
+            (Some(s), Some(b)) => Some(s / b),
+            _ => None,
+        };
+        let seq_ok = match (self.s_mib_s(algo), &self.seq) {
+            (Some(bw), Some(d)) => bw >= BAR_SEQ_SHARE * d.mib_s,
+            _ => false,
+        };
+        let b_met = vs_b.map(|r| r <= BAR_VS_CACHED || seq_ok);
+        (vs_a, a_met, vs_b, b_met)
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let mut rows = Vec::new();
+        for &algo in &self.a.algos {
+            let mut cs = serde_json::Map::new();
+            for &c in &self.contenders {
+                let cell = self.cell(c, algo);
+                let w = cell.run.and_then(|i| self.runs[i].w.clone());
+                let peak = cell.run.and_then(|i| self.runs[i].peak);
+                cs.insert(c.name().into(), serde_json::json!({
+                    "seconds": cell.seconds, "capped_rounds": cell.capped, "rounds": cell.rounds, "cap_seconds": self.cap(c),
+                    "report": w, "peak_memory_bytes": peak,
+                    "rounds_seconds": self.runs.iter().filter(|r| r.c == c && r.algo == algo).map(|r| r.w.as_ref().map(|w| w.seconds)).collect::<Vec<_>>(),
+                }));
+            }
+            let (vs_a, a_met, vs_b, b_met) = self.verdicts(algo);
+            let state = algo.state_per_vertex() * self.g.meta.nodes;
+            let limit = self.budget.max(state + PROCESS_OVERHEAD + MIN_CACHE);
+            rows.push(serde_json::json!({
+                "algo": algo.name(), "contenders": cs, "state_bytes": state, "memory_limit_bytes": limit,
+                "solidgraph_cache_bytes": limit - state - PROCESS_OVERHEAD,
+                "mmap_best": self.mmap_best(algo).map(|m| m.2.name()), "mmap_best_capped": self.mmap_best(algo).map(|m| m.1),
+                "speedup_vs_mmap_best": vs_a, "s_over_cached": vs_b, "s_read_mib_s": self.s_mib_s(algo),
+                "bars": { "vs_mmap_2x": a_met, "within_3x_of_cached_or_80pct_seq": b_met },
+            }));
+        }
+        serde_json::json!({
+            "graph": self.g.params, "nodes": self.g.meta.nodes, "edges": self.g.meta.edges,
+            "store_bytes": self.g.store_bytes, "csr_bytes": self.g.csr_bytes(), "budget_bytes": self.budget,
+            "memory_enforced": self.cgroups, "bfs_source": self.bfs_source, "pagerank_iterations": self.a.iterations,
+            "rounds": self.a.rounds, "device_seq_read_mib_s": self.seq.as_ref().map(|s| s.mib_s),
+            "import_seconds": self.g.prep.import_seconds, "verified": self.verified, "algos": rows,
+        })
+    }
+
+    fn print(&self) {
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        let g = self.g;
+        let n = g.meta.nodes;
+        println!("graph: {}: {} vertices, {} directed edges (undirected, deduplicated)", g.params, n, g.meta.edges);
+        if let (Some(s), Some(e)) = (g.prep.import_seconds, g.prep.import_input_edges) {
+            println!("import: {e} input edges in {s:.1} s = {:.2} M input edges/s", e as f64 / s / 1e6);
+        }
+        println!(
+            "store {:.0} MiB, CSR {:.0} MiB; budget {:.0} MiB ({:.0}% of the store): {}",
+            mib(g.store_bytes),
+            mib(g.csr_bytes()),
+            mib(self.budget),
+            100.0 * self.budget as f64 / g.store_bytes as f64,
+            if self.cgroups { "cgroup v1 memory limit per out-of-core run (S and a); (b) unlimited" } else { "NOT enforced (not root or no cgroup v1)" }
+        );
+        if let Some(s) = &self.seq {
+            println!("device: bench io --pattern read --block 1MiB --depth 64 on {}: {:.0} MiB/s sequential ({})", g.l.dir.parent().unwrap_or(&g.l.dir).join("io.dat").display(), s.mib_s, s.backend);
+        }
+        println!(
+            "BFS from vertex {} (has edges); PageRank {} iterations; caches dropped before every run; {} round(s), medians shown; caps: S {} s, mmap {} s",
+            self.bfs_source, self.a.iterations, self.a.rounds, self.a.max_seconds, self.a.baseline_max_seconds
+        );
+        println!();
+        println!("memory: vertex state is held in RAM by every contender and counted against the limit");
+        println!("{:<9} {:>10} {:>10} {:>10} {:>10}  note", "algo", "state MiB", "limit MiB", "S cache", "B/vertex");
+        for &algo in &self.a.algos {
+            let state = algo.state_per_vertex() * n;
+            let limit = self.budget.max(state + PROCESS_OVERHEAD + MIN_CACHE);
+            let note = if limit > self.budget { "state + 64 MiB overhead + 32 MiB cache exceed the budget: limit raised" } else { "fits: cache = budget - state - 64 MiB overhead" };
+            println!("{:<9} {:>10.0} {:>10.0} {:>10.0} {:>10}  {note}", algo.name(), mib(state), mib(limit), mib(limit - state - PROCESS_OVERHEAD), algo.state_per_vertex());
+        }
+        println!();
+        println!(
+            "{:<9} {:<28} {:>10} {:>10} {:>8} {:>10} {:>9} {:>8}  rounds (s)",
+            "algo", "contender", "seconds", "MiB read", "passes", "MiB/pass", "pass/st", "peak MiB"
+        );
+        for &algo in &self.a.algos {
+            for &c in &self.contenders {
+                let cell = self.cell(c, algo);
+                let w = cell.run.and_then(|i| self.runs[i].w.as_ref());
+                let read = w.map(|w| w.volume_bytes.unwrap_or(w.os_read_bytes));
+                let secs = match cell.seconds {
+                    Some(s) => format!("{s:.2}"),
+                    None => format!(">{:.0} capped", self.cap(c)),
+                };
+                let all: Vec<String> = self
+                    .runs
+                    .iter()
+                    .filter(|r| r.c == c && r.algo == algo)
+                    .map(|r| r.w.as_ref().map_or("capped".into(), |w| format!("{:.2}", w.seconds)))
+                    .collect();
+                let peak = cell.run.and_then(|i| self.runs[i].peak);
+                println!(
+                    "{:<9} {:<28} {:>10} {:>10} {:>8} {:>10} {:>9} {:>8}  {}{}",
+                    algo.name(),
+                    c.label(),
+                    secs,
+                    read.map_or("-".into(), |b| format!("{:.0}", mib(b))),
+                    w.map_or("-".into(), |w| w.passes.to_string()),
+                    w.zip(read).map_or("-".into(), |(w, b)| format!("{:.0}", mib(b) / w.passes.max(1) as f64)),
+                    w.zip(read).map_or("-".into(), |(w, b)| format!("{:.2}", b as f64 / w.passes.max(1) as f64 / g.store_bytes as f64)),
+                    peak.map_or("-".into(), |p| format!("{:.0}", mib(p))),
+                    all.join(" "),
+                    w.and_then(|w| w.warmup_seconds).map_or(String::new(), |s| format!(" (warm-up {s:.2})")),
+                );
+            }
+        }
+        println!();
+        let pass = |ok: Option<bool>| match ok {
+            Some(true) => "met",
+            Some(false) => "NOT met",
+            None => "n/a",
+        };
+        for &algo in &self.a.algos {
+            let (vs_a, a_met, vs_b, b_met) = self.verdicts(algo);
+            let best = self.mmap_best(algo);
+            println!(
+                "{:<9} S/a(best {}{}): {}  bar >= {BAR_VS_MMAP}x: {}   S/b: {}  S read {} MiB/s{}  bar (<= {BAR_VS_CACHED}x or >= 80% seq): {}",
+                algo.name(),
+                best.map_or("-", |b| b.2.name()),
+                if best.is_some_and(|b| b.1) { ", capped: lower bound" } else { "" },
+                vs_a.map_or("-".into(), |r| format!("{}{r:.2}x", if best.is_some_and(|b| b.1) { ">=" } else { "" })),
+                pass(a_met),
+                vs_b.map_or("-".into(), |r| format!("{r:.2}x")),
+                self.s_mib_s(algo).map_or("-".into(), |b| format!("{b:.0}")),
+                self.seq.as_ref().zip(self.s_mib_s(algo)).map_or(String::new(), |(d, b)| format!(" = {:.0}% of seq", 100.0 * b / d.mib_s)),
+                pass(b_met),
+            );
+        }
+        println!("verified: {}", self.verified.join("; "));
+        println!("MiB read: our volume's bytes (S, b) or /proc/self/io read_bytes (mmap); pass/st: bytes read per pass / store size; passes: BFS levels, PR iterations, k-core peel rounds, WCC 1");
+    }
+}
+
+/// Entry of the hidden `bench analytics-worker` subcommand: one algorithm
+/// on one contender, timed, result written to `--out`.
+pub fn worker(a: AnalyticsWorkerArgs) -> CliResult {
+    join_cgroup(&a.cgroup)?;
+    let l = Layout { dir: a.dir.clone() };
+    let (io0, f0) = (os_read_bytes(), major_faults());
+    let mut rep = WorkerReport { seconds: 0.0, warmup_seconds: None, volume_bytes: None, ios: None, cache_hits: None, cache_misses: None, os_read_bytes: 0, major_faults: 0, passes: 1 };
+    let result: Vec<u8> = match a.contender {
+        Contender::Solidgraph | Contender::Cached => {
+            let store = Store::open(&l.store(), &OpenOptions { cache_bytes: a.cache_bytes, backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() })?;
+            if a.contender == Contender::Cached {
+                let t = Instant::now();
+                engine_run(&store, &a)?;
+                rep.warmup_seconds = Some(t.elapsed().as_secs_f64());
+            }
+            store.reset_stats();
+            let (io0, f0) = (os_read_bytes(), major_faults());
+            let t = Instant::now();
+            let (bytes, passes) = engine_run(&store, &a)?;
+            rep.seconds = t.elapsed().as_secs_f64();
+            rep.os_read_bytes = os_read_bytes() - io0;
+            rep.major_faults = major_faults() - f0;
+            let s = store.stats();
+            rep.volume_bytes = Some(s.bytes_read());
+            rep.ios = Some(s.ios());
+            rep.cache_hits = Some(s.cache.hits);
+            rep.cache_misses = Some(s.cache.misses);
+            rep.passes = passes;
+            bytes
+        }
+        Contender::Mmap | Contender::MmapRandom => {
+            let csr = MmapCsr::open(&l, a.contender == Contender::MmapRandom)?;
+            let t = Instant::now();
+            let (bytes, passes) = baseline::run(&csr, a.algo, a.source, a.iterations);
+            rep.seconds = t.elapsed().as_secs_f64();
+            rep.os_read_bytes = os_read_bytes() - io0;
+            rep.major_faults = major_faults() - f0;
+            rep.passes = passes;
+            bytes
+        }
+    };
+    write_result(&a.out, &result)?;
+    println!("{}", serde_json::to_string(&rep)?);
+    Ok(())
+}
+
+fn write_result(path: &Path, bytes: &[u8]) -> CliResult {
+    let mut f = File::create(path).map_err(file_err(path))?;
+    f.write_all(bytes).map_err(file_err(path))?;
+    Ok(())
+}
+
+fn le_bytes<T: Copy>(xs: &[T], f: impl Fn(T) -> [u8; 8]) -> Vec<u8> {
+    xs.iter().flat_map(|&x| f(x)).collect()
+}
+
+/// Runs the algorithm with SolidGraph's engine; the result as raw bytes and
+/// the number of passes.
+fn engine_run(store: &Store, a: &AnalyticsWorkerArgs) -> CliResult<(Vec<u8>, u64)> {
+    use solidgraph_engine as e;
+    let silent: e::Progress = &e::silent;
+    Ok(match a.algo {
+        Algo::Bfs => {
+            let r = e::bfs::bfs(store, a.source, None, false, silent)?;
+            let levels = r.levels.iter().filter(|&&l| l != e::bfs::UNREACHED).max().copied().unwrap_or(0) as u64 + 1;
+            (le_bytes(&r.levels, i64::to_le_bytes), levels)
+        }
+        Algo::Wcc => (le_bytes(&e::wcc::wcc(store, silent)?, u64::to_le_bytes), 1),
+        Algo::Pagerank => {
+            let r = e::pagerank::pagerank(store, 0.85, a.iterations, None, silent)?;
+            (le_bytes(&r.ranks, f64::to_le_bytes), r.iterations as u64)
+        }
+        Algo::Kcore => {
+            let passes = std::sync::atomic::AtomicU64::new(0);
+            let count = |_: &str, _: u64, _: u64| {
+                passes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            };
+            let core = e::kcore::kcore(store, &count)?;
+            (core.iter().flat_map(|c| c.to_le_bytes()).collect(), passes.into_inner())
+        }
+    })
+}
+
+/// The same algorithms written plainly over CSR slices (mmap'ed files):
+/// level-synchronous BFS, min-root union-find WCC, push PageRank with the
+/// Graphalytics dangling rule, Batagelj-Zaversnik k-core. One thread.
+mod baseline {
+    use super::{Algo, MmapCsr, le_bytes};
+
+    struct G<'a> {
+        rp: &'a [u64],
+        ci: &'a [u32],
+    }
+
+    impl G<'_> {
+        #[inline]
+        fn row(&self, v: usize) -> &[u32] {
+            &self.ci[self.rp[v] as usize..self.rp[v + 1] as usize]
+        }
+    }
+
+    pub(super) fn run(csr: &MmapCsr, algo: Algo, source: u64, iterations: u32) -> (Vec<u8>, u64) {
+        let n = csr.meta.nodes as usize;
+        // SAFETY: mmaps are page aligned; the files hold n + 1 u64 and
+        // `edges` u32 little-endian values (checked at open); x86/ARM LE.
+        let g = unsafe {
+            G {
+                rp: std::slice::from_raw_parts(csr.rowptr.as_ptr() as *const u64, n + 1),
+                ci: std::slice::from_raw_parts(csr.colidx.as_ptr() as *const u32, csr.meta.edges as usize),
+            }
+        };
+        match algo {
+            Algo::Bfs => {
+                let mut level = vec![i64::MAX; n];
+                level[source as usize] = 0;
+                let mut frontier = vec![source as u32];
+                let mut d = 0;
+                while !frontier.is_empty() {
+                    let mut next = Vec::new();
+                    for &v in &frontier {
+                        for &u in g.row(v as usize) {
+                            if level[u as usize] == i64::MAX {
+                                level[u as usize] = d + 1;
+                                next.push(u);
+                            }
+                        }
+                    }
+                    next.sort_unstable();
+                    frontier = next;
+                    d += 1;
+                }
+                (le_bytes(&level, i64::to_le_bytes), d as u64)
+            }
+            Algo::Wcc => {
+                let mut p: Vec<u64> = (0..n as u64).collect();
+                fn find(p: &mut [u64], mut v: u64) -> u64 {
+                    while p[v as usize] != v {
+                        let gp = p[p[v as usize] as usize];
+                        p[v as usize] = gp;
+                        v = gp;
+                    }
+                    v
+                }
+                for v in 0..n {
+                    for &u in g.row(v) {
+                        let (a, b) = (find(&mut p, v as u64), find(&mut p, u as u64));
+                        if a < b {
+                            p[b as usize] = a;
+                        } else if b < a {
+                            p[a as usize] = b;
+                        }
+                    }
+                }
+                for v in 0..n as u64 {
+                    let r = find(&mut p, v);
+                    p[v as usize] = r;
+                }
+                (le_bytes(&p, u64::to_le_bytes), 1)
+            }
+            Algo::Pagerank => {
+                let (damping, nf) = (0.85, n as f64);
+                let mut pr = vec![1.0 / nf; n];
+                let mut next = vec![0.0f64; n];
+                for _ in 0..iterations {
+                    next.iter_mut().for_each(|x| *x = 0.0);
+                    let mut dangling = 0.0;
+                    for v in 0..n {
+                        let row = g.row(v);
+                        if row.is_empty() {
+                            dangling += pr[v];
+                            continue;
+                        }
+                        let share = pr[v] / row.len() as f64;
+                        for &u in row {
+                            next[u as usize] += share;
+                        }
+                    }
+                    let base = (1.0 - damping) / nf + damping * dangling / nf;
+                    for (p, x) in pr.iter_mut().zip(&next) {
+                        *p = base + damping * x;
+                    }
+                }
+                (le_bytes(&pr, f64::to_le_bytes), iterations as u64)
+            }
+            Algo::Kcore => {
+                let mut deg: Vec<u32> = (0..n).map(|v| g.row(v).iter().filter(|&&u| u as usize != v).count() as u32).collect();
+                let maxd = deg.iter().copied().max().unwrap_or(0) as usize;
+                let mut bin = vec![0u32; maxd + 2];
+                deg.iter().for_each(|&d| bin[d as usize + 1] += 1);
+                for d in 1..bin.len() {
+                    bin[d] += bin[d - 1];
+                }
+                let (mut vert, mut pos) = (vec![0u32; n], vec![0u32; n]);
+                let mut fill = bin.clone();
+                for v in 0..n {
+                    let d = deg[v] as usize;
+                    pos[v] = fill[d];
+                    vert[fill[d] as usize] = v as u32;
+                    fill[d] += 1;
+                }
+                for i in 0..n {
+                    let v = vert[i] as usize;
+                    for &u in g.row(v) {
+                        let u = u as usize;
+                        if u != v && deg[u] > deg[v] {
+                            let du = deg[u] as usize;
+                            let (pu, pw) = (pos[u] as usize, bin[du] as usize);
+                            let w = vert[pw] as usize;
+                            if u != w {
+                                vert.swap(pu, pw);
+                                pos[u] = pw as u32;
+                                pos[w] = pu as u32;
+                            }
+                            bin[du] += 1;
+                            deg[u] -= 1;
+                        }
+                    }
+                }
+                (deg.iter().flat_map(|c| c.to_le_bytes()).collect(), 1)
+            }
+        }
+    }
+}

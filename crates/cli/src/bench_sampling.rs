@@ -1,0 +1,703 @@
+//! `solidgraph bench sampling`: GraphSAGE mini-batches (fanouts [25, 10],
+//! batch 1024 seeds, features gathered) from SolidGraph out of core against
+//! the very same sampler (same generators, same draws) over CSR + a feature
+//! `.npy` in mmap, default and MADV_RANDOM, under one memory limit, and
+//! against SolidGraph with the whole store cached (the DRAM oracle). Also
+//! feature gather alone (store.tensor against mmap fancy indexing) and the
+//! device's random-read IOPS at depth 64 measured in the same run.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+use solidgraph_engine::sampler::{SampleOptions, choose, rng_for, sample_neighbors};
+use solidgraph_store::{Direction, OpenOptions, Store, TensorData, TensorInput};
+
+use super::common::*;
+use super::kron::Kronecker;
+use crate::util::{CliResult, parse_size};
+
+#[derive(Args)]
+pub struct SamplingArgs {
+    #[arg(long, default_value_t = 24)]
+    scale: u32,
+    #[arg(long, default_value_t = 16)]
+    edge_factor: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Feature dimension of the random f32 node tensor "x".
+    #[arg(long, default_value_t = 128)]
+    dim: u64,
+    /// Work directory (default: $SOLIDGRAPH_BENCH_DIR or /work/bench, then sampling-s{SCALE}).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    #[arg(long)]
+    fresh: bool,
+    /// Mini-batches measured per contender.
+    #[arg(long, default_value_t = 20)]
+    batches: usize,
+    #[arg(long, default_value_t = 1024)]
+    batch_size: usize,
+    #[arg(long, value_delimiter = ',', default_value = "25,10")]
+    fanouts: Vec<i64>,
+    /// Page cache as a share of the store (adjacency + features).
+    #[arg(long, default_value_t = 0.05)]
+    cache_fraction: f64,
+    /// Memory limit per contender (default: cache + 64 MiB + twice one batch's output).
+    #[arg(long, value_parser = parse_size)]
+    memory_budget: Option<u64>,
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// Stop a contender after this much measured time.
+    #[arg(long, default_value_t = 30.0)]
+    max_seconds: f64,
+    /// Kill a worker after this long (the default mmap contender thrashes).
+    #[arg(long, default_value_t = 120.0)]
+    kill_seconds: f64,
+    /// Rows per batch of the feature-gather-alone comparison (~1024 x 250).
+    #[arg(long, default_value_t = 256_000)]
+    gather_rows: usize,
+    #[arg(long, default_value_t = 4)]
+    gather_batches: usize,
+    /// Skip contenders, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    skip: Vec<Contender>,
+    /// Seconds of `bench io` random 4 KiB reads at depth 64 (0: skip).
+    #[arg(long, default_value_t = 5.0)]
+    io_seconds: f64,
+    #[arg(long, default_value_t = 64)]
+    inflight: usize,
+    #[arg(long, default_value = "4GiB", value_parser = parse_size)]
+    import_memory: u64,
+    #[arg(long)]
+    backend: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Contender {
+    Solidgraph,
+    Mmap,
+    MmapRandom,
+    Cached,
+    GatherSolidgraph,
+    GatherMmap,
+    GatherMmapRandom,
+}
+
+const CONTENDERS: [Contender; 7] = [
+    Contender::Solidgraph,
+    Contender::Mmap,
+    Contender::MmapRandom,
+    Contender::Cached,
+    Contender::GatherSolidgraph,
+    Contender::GatherMmap,
+    Contender::GatherMmapRandom,
+];
+
+impl Contender {
+    fn name(self) -> &'static str {
+        match self {
+            Contender::Solidgraph => "solidgraph",
+            Contender::Mmap => "mmap",
+            Contender::MmapRandom => "mmap-random",
+            Contender::Cached => "cached",
+            Contender::GatherSolidgraph => "gather-solidgraph",
+            Contender::GatherMmap => "gather-mmap",
+            Contender::GatherMmapRandom => "gather-mmap-random",
+        }
+    }
+    fn label(self) -> &'static str {
+        match self {
+            Contender::Solidgraph => "(S) SolidGraph store",
+            Contender::Mmap => "(a) CSR+npy mmap",
+            Contender::MmapRandom => "(a) CSR+npy mmap RANDOM",
+            Contender::Cached => "(b) SolidGraph all cached",
+            Contender::GatherSolidgraph => "gather: SolidGraph tensor",
+            Contender::GatherMmap => "gather: npy mmap",
+            Contender::GatherMmapRandom => "gather: npy mmap RANDOM",
+        }
+    }
+    fn gather(self) -> bool {
+        matches!(self, Contender::GatherSolidgraph | Contender::GatherMmap | Contender::GatherMmapRandom)
+    }
+    fn mmap(self) -> bool {
+        matches!(self, Contender::Mmap | Contender::MmapRandom | Contender::GatherMmap | Contender::GatherMmapRandom)
+    }
+}
+
+#[derive(Args)]
+pub struct SamplingWorkerArgs {
+    #[arg(long)]
+    dir: PathBuf,
+    #[arg(long, value_enum)]
+    contender: Contender,
+    /// Seeds (or gather rows), back to back as u64 little-endian.
+    #[arg(long)]
+    batch_file: PathBuf,
+    #[arg(long)]
+    batch_size: usize,
+    #[arg(long, value_delimiter = ',')]
+    fanouts: Vec<i64>,
+    #[arg(long)]
+    seed: u64,
+    #[arg(long)]
+    cache_bytes: u64,
+    #[arg(long)]
+    max_seconds: f64,
+    #[arg(long)]
+    inflight: usize,
+    #[arg(long)]
+    cgroup: Option<PathBuf>,
+    #[arg(long)]
+    backend: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct WorkerReport {
+    batches: usize,
+    /// Seeds (or gathered rows) in the timed batches.
+    items: u64,
+    /// Sampled nodes (feature rows gathered) in all.
+    nodes: u64,
+    seconds: f64,
+    batch_p50_ms: f64,
+    batch_p99_ms: f64,
+    os_read_bytes: u64,
+    major_faults: u64,
+    volume_bytes: Option<u64>,
+    ios: Option<u64>,
+    pages_read: Option<u64>,
+    cache_hits: Option<u64>,
+    cache_misses: Option<u64>,
+    checksums: Vec<u64>,
+}
+
+struct Measured {
+    c: Contender,
+    /// None when killed at --kill-seconds.
+    w: Option<WorkerReport>,
+    peak: Option<u64>,
+}
+
+impl Measured {
+    fn rate(&self) -> f64 {
+        self.w.as_ref().map_or(0.0, |w| w.items as f64 / w.seconds.max(1e-9))
+    }
+}
+
+fn features_path(l: &Layout) -> PathBuf {
+    l.dir.join("features.npy")
+}
+fn seeds_file(l: &Layout) -> PathBuf {
+    l.dir.join("seeds.u64")
+}
+fn gather_file(l: &Layout) -> PathBuf {
+    l.dir.join("gather.u64")
+}
+
+/// Random f32 features in [0, 1) as an (n, dim) `.npy` (kept when its shape fits).
+fn write_features(path: &std::path::Path, n: u64, dim: u64, seed: u64, progress: &Progress) -> CliResult {
+    if let Ok(h) = solidgraph_store::import::npy::read_header(path)
+        && h.shape == [n, dim]
+        && h.descr == "<f4"
+    {
+        return Ok(());
+    }
+    let tmp = path.with_extension("npy.partial");
+    let f = File::create(&tmp).map_err(file_err(&tmp))?;
+    let mut w = BufWriter::with_capacity(8 << 20, f);
+    solidgraph_store::import::npy::write_header(&mut w, "<f4", &[n, dim]).map_err(file_err(&tmp))?;
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x6665_6174);
+    let pb = progress.bar(n, "features");
+    let mut row = Vec::with_capacity(4 * dim as usize);
+    for v in 0..n {
+        row.clear();
+        row.extend((0..dim).flat_map(|_| rng.random::<f32>().to_le_bytes()));
+        w.write_all(&row).map_err(file_err(&tmp))?;
+        if v % 65536 == 0 {
+            pb.set_position(v);
+        }
+    }
+    pb.finish_and_clear();
+    w.into_inner().map_err(|e| BenchError::File { path: tmp.clone(), source: e.into_error() })?.sync_all().map_err(file_err(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(file_err(path))?;
+    Ok(())
+}
+
+pub fn run(a: SamplingArgs) -> CliResult {
+    if a.batches == 0 || a.batch_size == 0 || a.rounds == 0 || a.fanouts.is_empty() {
+        return Err(BenchError::Invalid("--batches, --batch-size, --rounds and --fanouts must be non-zero".into()).into());
+    }
+    let progress = Progress { hidden: a.json };
+    let k = Kronecker::new(a.scale, a.edge_factor, a.seed).map_err(BenchError::Invalid)?;
+    let n = k.num_nodes();
+    let dir = a.dir.clone().unwrap_or_else(|| bench_root().join(format!("sampling-s{}", a.scale)));
+    let spec = GraphSpec { source: Source::Generated(k), dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone() };
+    let t = Instant::now();
+    let g = prepare_graph(&spec, &progress, &|l| {
+        write_features(&features_path(l), n, a.dim, a.seed, &progress)?;
+        Ok(vec![TensorInput { name: "x".into(), data: TensorData::Npy(features_path(&l)) }])
+    })?;
+    let prep_seconds = t.elapsed().as_secs_f64();
+    let mut files = g.files()?;
+    files.push(features_path(&g.l));
+    let cache_bytes = ((g.store_bytes as f64 * a.cache_fraction) as u64).max(PAGE);
+    // One batch's output: every sampled node's feature row, held once by the
+    // sampler and once as pages read for it.
+    let fan: u64 = a.fanouts.iter().scan(1u64, |acc, &f| {
+        *acc *= f.max(1) as u64;
+        Some(*acc)
+    }).sum::<u64>() + 1;
+    let batch_bytes = 2 * a.batch_size as u64 * fan * 4 * a.dim;
+    let limit = a.memory_budget.unwrap_or(cache_bytes + PROCESS_OVERHEAD + batch_bytes);
+
+    let seeds = draw_ids(&g.l, g.meta, a.seed, a.batches * a.batch_size, true)?;
+    std::fs::write(seeds_file(&g.l), seeds.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).map_err(file_err(&seeds_file(&g.l)))?;
+    let rows = draw_ids(&g.l, g.meta, a.seed ^ 0x6761_7468, a.gather_batches * a.gather_rows, false)?;
+    std::fs::write(gather_file(&g.l), rows.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).map_err(file_err(&gather_file(&g.l)))?;
+
+    let iops = if a.io_seconds > 0.0 {
+        let pb = progress.bar(0, "bench io");
+        let r = device_io(&g.l.dir, "randread", 4096, 64, a.io_seconds, &a.backend)?;
+        pb.finish_and_clear();
+        Some(r)
+    } else {
+        None
+    };
+
+    let cgroups = cgroups_usable();
+    let contenders: Vec<Contender> = CONTENDERS.iter().copied().filter(|c| !a.skip.contains(c)).collect();
+    let mut runs: Vec<Measured> = Vec::new();
+    for round in 0..a.rounds {
+        for k in 0..contenders.len() {
+            let c = contenders[(round + k) % contenders.len()];
+            drop_caches(&files);
+            let in_cg = cgroups && c != Contender::Cached;
+            let cg = if in_cg { Some(Cgroup::create(&format!("sampling-{}", c.name()), limit)?) } else { None };
+            let (bf, bs) = if c.gather() { (gather_file(&g.l), a.gather_rows) } else { (seeds_file(&g.l), a.batch_size) };
+            let cb = match c {
+                Contender::Cached => g.store_bytes + (64 << 20),
+                _ => cache_bytes,
+            };
+            let mut args: Vec<OsString> = ["bench", "sampling-worker", "--contender", c.name(), "--dir"].map(OsString::from).to_vec();
+            args.push(g.l.dir.clone().into());
+            args.push("--batch-file".into());
+            args.push(bf.into());
+            let fo: Vec<String> = a.fanouts.iter().map(|f| f.to_string()).collect();
+            for (k, v) in [
+                ("--batch-size", bs.to_string()),
+                ("--fanouts", fo.join(",")),
+                ("--seed", a.seed.to_string()),
+                ("--cache-bytes", cb.to_string()),
+                ("--max-seconds", a.max_seconds.to_string()),
+                ("--inflight", a.inflight.to_string()),
+            ] {
+                args.push(k.into());
+                args.push(v.into());
+            }
+            if let Some(b) = &a.backend {
+                args.push("--backend".into());
+                args.push(b.into());
+            }
+            let pb = progress.bar(0, c.name());
+            pb.set_style(indicatif::ProgressStyle::with_template("{msg:>18} round {prefix} {spinner} {elapsed}").expect("static template"));
+            pb.set_prefix(format!("{}/{}", round + 1, a.rounds));
+            pb.enable_steady_tick(Duration::from_millis(200));
+            let cap = if c == Contender::Cached { 2.0 * a.kill_seconds } else { a.kill_seconds };
+            let end = run_worker(&format!("sampling-{}", c.name()), &args, cg.as_ref(), Some(Duration::from_secs_f64(cap)))?;
+            pb.finish_and_clear();
+            let w = match end {
+                WorkerEnd::Done(line) => Some(serde_json::from_str::<WorkerReport>(&line).map_err(|e| BenchError::Worker { contender: c.name(), reason: format!("bad report {line:?}: {e}") })?),
+                WorkerEnd::Capped => None,
+            };
+            let peak = cg.as_ref().and_then(|g| g.read("memory.max_usage_in_bytes"));
+            runs.push(Measured { c, w, peak });
+        }
+    }
+    let verified = verify(&runs)?;
+    let rep = Report { a: &a, g: &g, cache_bytes, limit, cgroups, iops, runs, verified, contenders, prep_seconds };
+    if a.json {
+        println!("{}", rep.json());
+    } else {
+        rep.print();
+    }
+    Ok(())
+}
+
+/// Sampling contenders must return SolidGraph's batches exactly (nodes,
+/// edges and feature bytes); gather contenders SolidGraph's gathered rows.
+fn verify(runs: &[Measured]) -> CliResult<usize> {
+    let mut compared = 0;
+    for (refc, gather) in [(Contender::Solidgraph, false), (Contender::GatherSolidgraph, true)] {
+        let Some(want) = runs.iter().find(|m| m.c == refc).and_then(|m| m.w.as_ref()) else { continue };
+        for m in runs.iter().filter(|m| m.c.gather() == gather) {
+            let Some(w) = &m.w else { continue };
+            let k = want.checksums.len().min(w.checksums.len());
+            if let Some(b) = (0..k).find(|&i| w.checksums[i] != want.checksums[i]) {
+                return Err(BenchError::Invalid(format!("batch {b}: {} differs from {}", m.c.name(), refc.name())).into());
+            }
+            compared = compared.max(k);
+        }
+    }
+    Ok(compared)
+}
+
+struct Report<'a> {
+    a: &'a SamplingArgs,
+    g: &'a Graph,
+    cache_bytes: u64,
+    limit: u64,
+    cgroups: bool,
+    iops: Option<solidgraph_io::bench::IoBenchResult>,
+    runs: Vec<Measured>,
+    verified: usize,
+    contenders: Vec<Contender>,
+    prep_seconds: f64,
+}
+
+const BAR_VS_MMAP: f64 = 10.0;
+const BAR_GATHER: f64 = 3.0;
+const BAR_IOPS: f64 = 0.8;
+
+impl Report<'_> {
+    fn median(&self, c: Contender) -> Option<&Measured> {
+        let mut r: Vec<&Measured> = self.runs.iter().filter(|m| m.c == c).collect();
+        if r.is_empty() {
+            return None;
+        }
+        r.sort_by(|x, y| x.rate().total_cmp(&y.rate()));
+        Some(r[(r.len() - 1) / 2])
+    }
+    fn rate(&self, c: Contender) -> Option<f64> {
+        self.median(c).map(Measured::rate)
+    }
+    fn best_of(&self, cs: [Contender; 2]) -> Option<(f64, Contender)> {
+        cs.iter().filter_map(|&c| self.rate(c).map(|r| (r, c))).max_by(|x, y| x.0.total_cmp(&y.0))
+    }
+    /// SolidGraph's I/Os per second and pages per second over its timed batches.
+    fn s_io(&self) -> Option<(f64, f64, f64)> {
+        let w = self.median(Contender::Solidgraph)?.w.as_ref()?;
+        let hit = w.cache_hits? as f64 / (w.cache_hits? + w.cache_misses?).max(1) as f64;
+        Some((w.ios? as f64 / w.seconds, w.pages_read? as f64 / w.seconds, hit))
+    }
+
+    fn bars(&self) -> serde_json::Value {
+        let s = self.rate(Contender::Solidgraph);
+        let a = self.best_of([Contender::Mmap, Contender::MmapRandom]);
+        let gs = self.rate(Contender::GatherSolidgraph);
+        let ga = self.best_of([Contender::GatherMmap, Contender::GatherMmapRandom]);
+        let vs_a = s.zip(a).map(|(s, a)| s / a.0.max(1e-9));
+        let vs_b = s.zip(self.rate(Contender::Cached)).map(|(s, b)| s / b.max(1e-9));
+        let gather = gs.zip(ga).map(|(s, a)| s / a.0.max(1e-9));
+        let iops_share = self.s_io().zip(self.iops.as_ref()).map(|(s, d)| s.0 / d.iops);
+        serde_json::json!({
+            "speedup_vs_mmap_best": vs_a, "mmap_best": a.map(|x| x.1.name()), "vs_mmap_10x": vs_a.map(|r| r >= BAR_VS_MMAP),
+            "s_over_cached": vs_b,
+            "gather_speedup_vs_mmap_best": gather, "gather_mmap_best": ga.map(|x| x.1.name()), "gather_3x": gather.map(|r| r >= BAR_GATHER),
+            "iops_share_of_bench_io": iops_share, "iops_80pct": iops_share.map(|r| r >= BAR_IOPS),
+        })
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let cs: Vec<_> = self
+            .contenders
+            .iter()
+            .map(|&c| {
+                let m = self.median(c);
+                serde_json::json!({
+                    "name": c.name(), "per_s": self.rate(c), "report": m.and_then(|m| m.w.clone()).map(|mut w| { w.checksums.clear(); w }),
+                    "killed": m.is_some_and(|m| m.w.is_none()), "peak_memory_bytes": m.and_then(|m| m.peak),
+                    "rounds_per_s": self.runs.iter().filter(|r| r.c == c).map(Measured::rate).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "graph": self.g.params, "nodes": self.g.meta.nodes, "edges": self.g.meta.edges, "dim": self.a.dim,
+            "store_bytes": self.g.store_bytes, "cache_bytes": self.cache_bytes, "memory_limit_bytes": self.limit,
+            "memory_enforced": self.cgroups, "fanouts": self.a.fanouts, "batch_size": self.a.batch_size, "batches": self.a.batches,
+            "gather_rows": self.a.gather_rows, "gather_batches": self.a.gather_batches, "rounds": self.a.rounds,
+            "bench_io_randread_4k_qd64_iops": self.iops.as_ref().map(|r| r.iops),
+            "solidgraph_ios_per_s": self.s_io().map(|s| s.0), "solidgraph_pages_per_s": self.s_io().map(|s| s.1),
+            "cache_hit_rate": self.s_io().map(|s| s.2), "verified_batches": self.verified,
+            "contenders": cs, "bars": self.bars(),
+        })
+    }
+
+    fn print(&self) {
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        let g = self.g;
+        println!("graph: {}: {} vertices, {} directed edges (undirected, deduplicated); features x: {} x {} f32", g.params, g.meta.nodes, g.meta.edges, g.meta.nodes, self.a.dim);
+        if let (Some(s), Some(e)) = (g.prep.import_seconds, g.prep.import_input_edges) {
+            println!("import (edges + features): {e} input edges in {s:.1} s; preparation {:.1} s in all", self.prep_seconds);
+        }
+        println!(
+            "store {:.0} MiB (adjacency + features); page cache {:.0} MiB ({:.0}%); memory limit {:.0} MiB (cache + 64 MiB + 2 x one batch's features): {}",
+            mib(g.store_bytes),
+            mib(self.cache_bytes),
+            100.0 * self.a.cache_fraction,
+            mib(self.limit),
+            if self.cgroups { "cgroup v1 per contender ((b) unlimited)" } else { "NOT enforced" }
+        );
+        println!(
+            "{} batches x {} seeds (ids with edges), fanouts {:?}, without replacement, features gathered; gather alone: {} batches x {} uniform rows; caches dropped before every run; at most {} s measured per run, killed after {} s; {} round(s), medians",
+            self.a.batches, self.a.batch_size, self.a.fanouts, self.a.gather_batches, self.a.gather_rows, self.a.max_seconds, self.a.kill_seconds, self.a.rounds
+        );
+        if let Some(r) = &self.iops {
+            println!("device: bench io randread 4 KiB depth 64: {:.0} IOPS ({}, p50 {:.0} us)", r.iops, r.backend, r.p50_us);
+        }
+        println!();
+        println!(
+            "{:<27} {:>10} {:>9} {:>8} {:>10} {:>9} {:>9} {:>6} {:>15} {:>8}  rounds",
+            "contender", "per s", "nodes/b", "batches", "MiB read", "I/Os/s", "pages/s", "hit%", "batch p50/p99", "peak MiB"
+        );
+        for &c in &self.contenders {
+            let Some(m) = self.median(c) else { continue };
+            let all: Vec<String> = self.runs.iter().filter(|r| r.c == c).map(|r| if r.w.is_some() { format!("{:.0}", r.rate()) } else { "killed".into() }).collect();
+            match &m.w {
+                None => println!("{:<27} {:>10}", c.label(), format!("killed >{:.0}s", self.a.kill_seconds)),
+                Some(w) => println!(
+                    "{:<27} {:>10.0} {:>9.0} {:>8} {:>10.1} {:>9} {:>9} {:>6} {:>15} {:>8}  {}",
+                    c.label(),
+                    m.rate(),
+                    w.nodes as f64 / w.batches.max(1) as f64,
+                    w.batches,
+                    mib(w.volume_bytes.unwrap_or(w.os_read_bytes)),
+                    w.ios.map_or("-".into(), |i| format!("{:.0}", i as f64 / w.seconds)),
+                    w.pages_read.map_or("-".into(), |p| format!("{:.0}", p as f64 / w.seconds)),
+                    w.cache_hits.zip(w.cache_misses).map_or("-".into(), |(h, mi)| format!("{:.1}", 100.0 * h as f64 / (h + mi).max(1) as f64)),
+                    format!("{:.0}/{:.0} ms", w.batch_p50_ms, w.batch_p99_ms),
+                    m.peak.map_or("-".into(), |p| format!("{:.0}", mib(p))),
+                    all.join(" "),
+                ),
+            }
+        }
+        println!("per s: seeds/s for sampling, rows/s for gather alone");
+        println!();
+        let b = self.bars();
+        let f = |k: &str| b[k].as_f64().map_or("-".into(), |x| format!("{x:.2}x"));
+        let pass = |k: &str| match b[k].as_bool() {
+            Some(true) => "met",
+            Some(false) => "NOT met",
+            None => "n/a",
+        };
+        println!("S / a (best: {}): {}   bar >= {BAR_VS_MMAP}x: {}", b["mmap_best"].as_str().unwrap_or("-"), f("speedup_vs_mmap_best"), pass("vs_mmap_10x"));
+        println!("S / b (DRAM oracle, reported): {}", f("s_over_cached"));
+        if let Some((ios, pages, hit)) = self.s_io() {
+            println!(
+                "S device use: {ios:.0} I/Os/s ({pages:.0} pages/s) = {} of bench io's random-read IOPS at depth 64   bar >= 80%: {}; cache hit rate {:.1}%",
+                b["iops_share_of_bench_io"].as_f64().map_or("-".into(), |x| format!("{:.0}%", 100.0 * x)),
+                pass("iops_80pct"),
+                100.0 * hit
+            );
+        }
+        println!("gather alone S / mmap (best: {}): {}   bar >= {BAR_GATHER}x: {}", b["gather_mmap_best"].as_str().unwrap_or("-"), f("gather_speedup_vs_mmap_best"), pass("gather_3x"));
+        println!("verified: every finished run equals SolidGraph's batches (nodes, edges, edge ids, feature bytes) over {} batches", self.verified);
+    }
+}
+
+/// FNV-1a over u64 words.
+struct Fnv(u64);
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    fn add(&mut self, x: u64) {
+        self.0 = (self.0 ^ x).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        b.chunks(8).for_each(|c| {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        });
+    }
+}
+
+/// What one batch produced: sampled nodes and its checksum.
+struct Out {
+    nodes: u64,
+    sum: u64,
+}
+
+fn sample_sum(node: &[u64], row: &[u64], col: &[u64], edge: &[u64], feats: &[u8]) -> u64 {
+    let mut h = Fnv::new();
+    for xs in [node, row, col, edge] {
+        h.add(xs.len() as u64);
+        xs.iter().for_each(|&x| h.add(x));
+    }
+    h.bytes(feats);
+    h.0
+}
+
+/// CSR + feature matrix in mmap: the same sampler as the engine's (same
+/// per-(seed, hop, vertex) generators and draws), features by fancy indexing.
+struct MmapSampler {
+    csr: MmapCsr,
+    feats: memmap2::Mmap,
+    data_offset: usize,
+    row_bytes: usize,
+}
+
+impl MmapSampler {
+    fn open(l: &Layout, random: bool) -> CliResult<MmapSampler> {
+        let csr = MmapCsr::open(l, random)?;
+        let p = features_path(l);
+        let h = solidgraph_store::import::npy::read_header(&p)?;
+        let f = File::open(&p).map_err(file_err(&p))?;
+        // SAFETY: the benchmark's files are not modified while mapped.
+        let feats = unsafe { memmap2::Mmap::map(&f) }.map_err(file_err(&p))?;
+        if random {
+            feats.advise(memmap2::Advice::Random).map_err(file_err(&p))?;
+        }
+        Ok(MmapSampler { csr, feats, data_offset: h.data_offset as usize, row_bytes: 4 * h.shape[1] as usize })
+    }
+
+    fn gather(&self, ids: &[u64]) -> Vec<u8> {
+        let mut out = vec![0u8; ids.len() * self.row_bytes];
+        for (i, &v) in ids.iter().enumerate() {
+            let at = self.data_offset + v as usize * self.row_bytes;
+            out[i * self.row_bytes..(i + 1) * self.row_bytes].copy_from_slice(&self.feats[at..at + self.row_bytes]);
+        }
+        out
+    }
+
+    fn sample(&self, seeds: &[u64], fanouts: &[i64], seed: u64) -> Out {
+        let (mut node, mut row, mut col, mut edge) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut local: HashMap<u64, u64> = HashMap::with_capacity(seeds.len() * 8);
+        for &s in seeds {
+            local.entry(s).or_insert_with(|| {
+                node.push(s);
+                node.len() as u64 - 1
+            });
+        }
+        let (mut start, mut end) = (0usize, node.len());
+        let mut picks = Vec::new();
+        for (hop, &k) in fanouts.iter().enumerate() {
+            for i in start..end {
+                let v = node[i];
+                let (s, e) = (le_u64(&self.csr.rowptr, 8 * v as usize), le_u64(&self.csr.rowptr, 8 * v as usize + 8));
+                let mut rng = rng_for(seed, hop as u64, v);
+                choose(&mut rng, (e - s) as usize, k, false, None, &mut picks);
+                for &p in &picks {
+                    let at = 4 * (s as usize + p);
+                    let u = u32::from_le_bytes(self.csr.colidx[at..at + 4].try_into().expect("4 bytes")) as u64;
+                    let lu = *local.entry(u).or_insert_with(|| {
+                        node.push(u);
+                        node.len() as u64 - 1
+                    });
+                    row.push(lu);
+                    col.push(i as u64);
+                    edge.push(s + p as u64);
+                }
+            }
+            (start, end) = (end, node.len());
+        }
+        let feats = self.gather(&node);
+        Out { nodes: node.len() as u64, sum: sample_sum(&node, &row, &col, &edge, &feats) }
+    }
+}
+
+/// Entry of the hidden `bench sampling-worker` subcommand.
+pub fn worker(a: SamplingWorkerArgs) -> CliResult {
+    join_cgroup(&a.cgroup)?;
+    let raw = std::fs::read(&a.batch_file).map_err(file_err(&a.batch_file))?;
+    let ids: Vec<u64> = raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+    if a.batch_size == 0 || ids.is_empty() || !ids.len().is_multiple_of(a.batch_size) {
+        return Err(BenchError::Invalid(format!("{} does not hold whole batches of {}", a.batch_file.display(), a.batch_size)).into());
+    }
+    let l = Layout { dir: a.dir.clone() };
+    let c = a.contender;
+    let mut rep = if c.mmap() {
+        let s = MmapSampler::open(&l, matches!(c, Contender::MmapRandom | Contender::GatherMmapRandom))?;
+        measure(&a, &ids, |b| {
+            Ok(if c.gather() {
+                let f = s.gather(b);
+                let mut h = Fnv::new();
+                h.bytes(&f);
+                Out { nodes: b.len() as u64, sum: h.0 }
+            } else {
+                s.sample(b, &a.fanouts, a.seed)
+            })
+        })?
+    } else {
+        let store = Store::open(&l.store(), &OpenOptions { cache_bytes: a.cache_bytes, backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() })?;
+        let o = SampleOptions { fanouts: a.fanouts.clone(), direction: Direction::In, seed: a.seed, tensors: vec!["x".into()], ..Default::default() };
+        let run = |b: &[u64]| -> CliResult<Out> {
+            Ok(if c.gather() {
+                let r = store.tensor("x", b)?;
+                let mut h = Fnv::new();
+                h.bytes(&r.data);
+                Out { nodes: b.len() as u64, sum: h.0 }
+            } else {
+                let s = sample_neighbors(&store, b, &o)?;
+                Out { nodes: s.node.len() as u64, sum: sample_sum(&s.node, &s.row, &s.col, &s.edge, &s.tensors[0].data) }
+            })
+        };
+        if c == Contender::Cached {
+            // Warm: one pass over the same batches fills the cache.
+            for b in ids.chunks_exact(a.batch_size) {
+                run(b)?;
+            }
+        }
+        store.reset_stats();
+        let mut r = measure(&a, &ids, run)?;
+        let s = store.stats();
+        r.volume_bytes = Some(s.bytes_read());
+        r.ios = Some(s.ios());
+        r.pages_read = Some(s.pages_read() * (store.page_size() as u64 / PAGE));
+        r.cache_hits = Some(s.cache.hits);
+        r.cache_misses = Some(s.cache.misses);
+        r
+    };
+    rep.checksums.shrink_to_fit();
+    println!("{}", serde_json::to_string(&rep)?);
+    Ok(())
+}
+
+/// Runs the batches in order until --max-seconds of measured time.
+fn measure(a: &SamplingWorkerArgs, ids: &[u64], mut f: impl FnMut(&[u64]) -> CliResult<Out>) -> CliResult<WorkerReport> {
+    let (io0, f0) = (os_read_bytes(), major_faults());
+    let cap = Duration::from_secs_f64(a.max_seconds);
+    let (mut lat, mut sums, mut nodes) = (Vec::new(), Vec::new(), 0u64);
+    let mut spent = Duration::ZERO;
+    for b in ids.chunks_exact(a.batch_size) {
+        if spent >= cap {
+            break;
+        }
+        let t = Instant::now();
+        let out = f(b)?;
+        let dt = t.elapsed();
+        spent += dt;
+        lat.push(dt);
+        nodes += out.nodes;
+        sums.push(out.sum);
+    }
+    let seconds = lat.iter().sum::<Duration>().as_secs_f64();
+    lat.sort_unstable();
+    let q = |x: f64| lat[((lat.len() - 1) as f64 * x).round() as usize].as_secs_f64() * 1e3;
+    Ok(WorkerReport {
+        batches: lat.len(),
+        items: (lat.len() * a.batch_size) as u64,
+        nodes,
+        seconds,
+        batch_p50_ms: q(0.5),
+        batch_p99_ms: q(0.99),
+        os_read_bytes: os_read_bytes().saturating_sub(io0),
+        major_faults: major_faults().saturating_sub(f0),
+        volume_bytes: None,
+        ios: None,
+        pages_read: None,
+        cache_hits: None,
+        cache_misses: None,
+        checksums: sums,
+    })
+}
