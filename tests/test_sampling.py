@@ -336,3 +336,10 @@ def test_bad_sampling_input(tmp_path, g):
         g.sample_loader([[0]], [3], workers=0)
     with pytest.raises(SolidGraphError, match="seeds must be non-negative"):
         g.sample_loader([[0], [-2]], [3])
+
+
+def test_graph_pickles_as_its_path(g):
+    h = pickle.loads(pickle.dumps(g))
+    assert h.path == g.path and h.stats()["cache_budget"] == g.stats()["cache_budget"]
+    assert h.has_in_edges and h.degree([0, 1]).tolist() == g.degree([0, 1]).tolist()
+
