@@ -710,13 +710,13 @@ mod baseline {
                 for _ in 0..iterations {
                     next.iter_mut().for_each(|x| *x = 0.0);
                     let mut dangling = 0.0;
-                    for v in 0..n {
+                    for (v, &r) in pr.iter().enumerate() {
                         let row = g.row(v);
                         if row.is_empty() {
-                            dangling += pr[v];
+                            dangling += r;
                             continue;
                         }
-                        let share = pr[v] / row.len() as f64;
+                        let share = r / row.len() as f64;
                         for &u in row {
                             next[u as usize] += share;
                         }

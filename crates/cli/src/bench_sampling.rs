@@ -65,6 +65,10 @@ pub struct SamplingArgs {
     gather_rows: usize,
     #[arg(long, default_value_t = 4)]
     gather_batches: usize,
+    /// Batches of the all-cached oracle (b): it first runs them once to
+    /// fill the cache (cold, uncapped), then times them.
+    #[arg(long, default_value_t = 5)]
+    oracle_batches: usize,
     /// Skip contenders, comma-separated.
     #[arg(long, value_delimiter = ',')]
     skip: Vec<Contender>,
@@ -155,6 +159,9 @@ pub struct SamplingWorkerArgs {
     max_seconds: f64,
     #[arg(long)]
     inflight: usize,
+    /// Run only the first N batches.
+    #[arg(long, default_value_t = usize::MAX)]
+    limit_batches: usize,
     #[arg(long)]
     cgroup: Option<PathBuf>,
     #[arg(long)]
@@ -245,7 +252,7 @@ pub fn run(a: SamplingArgs) -> CliResult {
     let t = Instant::now();
     let g = prepare_graph(&spec, &progress, &|l| {
         write_features(&features_path(l), n, a.dim, a.seed, &progress)?;
-        Ok(vec![TensorInput { name: "x".into(), data: TensorData::Npy(features_path(&l)) }])
+        Ok(vec![TensorInput { name: "x".into(), data: TensorData::Npy(features_path(l)) }])
     })?;
     let prep_seconds = t.elapsed().as_secs_f64();
     let mut files = g.files()?;
@@ -284,6 +291,7 @@ pub fn run(a: SamplingArgs) -> CliResult {
             let in_cg = cgroups && c != Contender::Cached;
             let cg = if in_cg { Some(Cgroup::create(&format!("sampling-{}", c.name()), limit)?) } else { None };
             let (bf, bs) = if c.gather() { (gather_file(&g.l), a.gather_rows) } else { (seeds_file(&g.l), a.batch_size) };
+            let limit_batches = if c == Contender::Cached { a.oracle_batches.max(1) } else { usize::MAX };
             let cb = match c {
                 Contender::Cached => g.store_bytes + (64 << 20),
                 _ => cache_bytes,
@@ -300,6 +308,7 @@ pub fn run(a: SamplingArgs) -> CliResult {
                 ("--cache-bytes", cb.to_string()),
                 ("--max-seconds", a.max_seconds.to_string()),
                 ("--inflight", a.inflight.to_string()),
+                ("--limit-batches", limit_batches.to_string()),
             ] {
                 args.push(k.into());
                 args.push(v.into());
@@ -448,8 +457,8 @@ impl Report<'_> {
             if self.cgroups { "cgroup v1 per contender ((b) unlimited)" } else { "NOT enforced" }
         );
         println!(
-            "{} batches x {} seeds (ids with edges), fanouts {:?}, without replacement, features gathered; gather alone: {} batches x {} uniform rows; caches dropped before every run; at most {} s measured per run, killed after {} s; {} round(s), medians",
-            self.a.batches, self.a.batch_size, self.a.fanouts, self.a.gather_batches, self.a.gather_rows, self.a.max_seconds, self.a.kill_seconds, self.a.rounds
+            "{} batches x {} seeds (ids with edges; (b) the first {} after a warm-up pass over them), fanouts {:?}, without replacement, features gathered; gather alone: {} batches x {} uniform rows; caches dropped before every run; at most {} s measured per run, killed after {} s; {} round(s), medians",
+            self.a.batches, self.a.batch_size, self.a.oracle_batches, self.a.fanouts, self.a.gather_batches, self.a.gather_rows, self.a.max_seconds, self.a.kill_seconds, self.a.rounds
         );
         if let Some(r) = &self.iops {
             println!("device: bench io randread 4 KiB depth 64: {:.0} IOPS ({}, p50 {:.0} us)", r.iops, r.backend, r.p50_us);
@@ -610,10 +619,11 @@ impl MmapSampler {
 pub fn worker(a: SamplingWorkerArgs) -> CliResult {
     join_cgroup(&a.cgroup)?;
     let raw = std::fs::read(&a.batch_file).map_err(file_err(&a.batch_file))?;
-    let ids: Vec<u64> = raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+    let mut ids: Vec<u64> = raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
     if a.batch_size == 0 || ids.is_empty() || !ids.len().is_multiple_of(a.batch_size) {
         return Err(BenchError::Invalid(format!("{} does not hold whole batches of {}", a.batch_file.display(), a.batch_size)).into());
     }
+    ids.truncate(a.batch_size.saturating_mul(a.limit_batches));
     let l = Layout { dir: a.dir.clone() };
     let c = a.contender;
     let mut rep = if c.mmap() {
@@ -643,7 +653,8 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
             })
         };
         if c == Contender::Cached {
-            // Warm: one pass over the same batches fills the cache.
+            // Warm: one pass over the same batches fills the cache (the
+            // batches are cut to --oracle-batches by the caller).
             for b in ids.chunks_exact(a.batch_size) {
                 run(b)?;
             }
