@@ -551,7 +551,7 @@ pub fn worker(a: AnalyticsWorkerArgs) -> CliResult {
     let l = Layout { dir: a.dir.clone() };
     let (io0, f0) = (os_read_bytes(), major_faults());
     let mut rep = WorkerReport { seconds: 0.0, warmup_seconds: None, volume_bytes: None, ios: None, cache_hits: None, cache_misses: None, os_read_bytes: 0, major_faults: 0, passes: 1 };
-    let result: Vec<u8> = match a.contender {
+    let result: Res = match a.contender {
         Contender::Solidgraph | Contender::Cached => {
             let store = Store::open(&l.store(), &OpenOptions { cache_bytes: a.cache_bytes, backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() })?;
             if a.contender == Contender::Cached {
@@ -585,36 +585,54 @@ pub fn worker(a: AnalyticsWorkerArgs) -> CliResult {
             bytes
         }
     };
-    write_result(&a.out, &result)?;
+    // Out of the memory limit before writing: the result file's page cache
+    // is not the run's memory.
+    leave_cgroup(&a.cgroup)?;
+    result.write(&a.out)?;
     println!("{}", serde_json::to_string(&rep)?);
     Ok(())
 }
 
-fn write_result(path: &Path, bytes: &[u8]) -> CliResult {
-    let mut f = File::create(path).map_err(file_err(path))?;
-    f.write_all(bytes).map_err(file_err(path))?;
-    Ok(())
+/// An algorithm's per-vertex result, kept typed until the timed run is
+/// over and the worker has left its cgroup (a byte copy would double the
+/// state inside the memory limit).
+enum Res {
+    I64(Vec<i64>),
+    U64(Vec<u64>),
+    F64(Vec<f64>),
+    U32(Vec<u32>),
 }
 
-fn le_bytes<T: Copy>(xs: &[T], f: impl Fn(T) -> [u8; 8]) -> Vec<u8> {
-    xs.iter().flat_map(|&x| f(x)).collect()
+impl Res {
+    fn write(&self, path: &Path) -> CliResult {
+        let f = File::create(path).map_err(file_err(path))?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        let res = match self {
+            Res::I64(x) => x.iter().try_for_each(|v| w.write_all(&v.to_le_bytes())),
+            Res::U64(x) => x.iter().try_for_each(|v| w.write_all(&v.to_le_bytes())),
+            Res::F64(x) => x.iter().try_for_each(|v| w.write_all(&v.to_le_bytes())),
+            Res::U32(x) => x.iter().try_for_each(|v| w.write_all(&v.to_le_bytes())),
+        };
+        res.and_then(|()| w.flush()).map_err(file_err(path))?;
+        Ok(())
+    }
 }
 
 /// Runs the algorithm with SolidGraph's engine; the result as raw bytes and
 /// the number of passes.
-fn engine_run(store: &Store, a: &AnalyticsWorkerArgs) -> CliResult<(Vec<u8>, u64)> {
+fn engine_run(store: &Store, a: &AnalyticsWorkerArgs) -> CliResult<(Res, u64)> {
     use solidgraph_engine as e;
     let silent: e::Progress = &e::silent;
     Ok(match a.algo {
         Algo::Bfs => {
             let r = e::bfs::bfs(store, a.source, None, false, silent)?;
             let levels = r.levels.iter().filter(|&&l| l != e::bfs::UNREACHED).max().copied().unwrap_or(0) as u64 + 1;
-            (le_bytes(&r.levels, i64::to_le_bytes), levels)
+            (Res::I64(r.levels), levels)
         }
-        Algo::Wcc => (le_bytes(&e::wcc::wcc(store, silent)?, u64::to_le_bytes), 1),
+        Algo::Wcc => (Res::U64(e::wcc::wcc(store, silent)?), 1),
         Algo::Pagerank => {
             let r = e::pagerank::pagerank(store, 0.85, a.iterations, None, silent)?;
-            (le_bytes(&r.ranks, f64::to_le_bytes), r.iterations as u64)
+            (Res::F64(r.ranks), r.iterations as u64)
         }
         Algo::Kcore => {
             let passes = std::sync::atomic::AtomicU64::new(0);
@@ -622,7 +640,7 @@ fn engine_run(store: &Store, a: &AnalyticsWorkerArgs) -> CliResult<(Vec<u8>, u64
                 passes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             };
             let core = e::kcore::kcore(store, &count)?;
-            (core.iter().flat_map(|c| c.to_le_bytes()).collect(), passes.into_inner())
+            (Res::U32(core), passes.into_inner())
         }
     })
 }
@@ -631,7 +649,7 @@ fn engine_run(store: &Store, a: &AnalyticsWorkerArgs) -> CliResult<(Vec<u8>, u64
 /// level-synchronous BFS, min-root union-find WCC, push PageRank with the
 /// Graphalytics dangling rule, Batagelj-Zaversnik k-core. One thread.
 mod baseline {
-    use super::{Algo, MmapCsr, le_bytes};
+    use super::{Algo, MmapCsr, Res};
 
     struct G<'a> {
         rp: &'a [u64],
@@ -645,7 +663,7 @@ mod baseline {
         }
     }
 
-    pub(super) fn run(csr: &MmapCsr, algo: Algo, source: u64, iterations: u32) -> (Vec<u8>, u64) {
+    pub(super) fn run(csr: &MmapCsr, algo: Algo, source: u64, iterations: u32) -> (Res, u64) {
         let n = csr.meta.nodes as usize;
         // SAFETY: mmaps are page aligned; the files hold n + 1 u64 and
         // `edges` u32 little-endian values (checked at open); x86/ARM LE.
@@ -675,7 +693,7 @@ mod baseline {
                     frontier = next;
                     d += 1;
                 }
-                (le_bytes(&level, i64::to_le_bytes), d as u64)
+                (Res::I64(level), d as u64)
             }
             Algo::Wcc => {
                 let mut p: Vec<u64> = (0..n as u64).collect();
@@ -701,7 +719,7 @@ mod baseline {
                     let r = find(&mut p, v);
                     p[v as usize] = r;
                 }
-                (le_bytes(&p, u64::to_le_bytes), 1)
+                (Res::U64(p), 1)
             }
             Algo::Pagerank => {
                 let (damping, nf) = (0.85, n as f64);
@@ -726,7 +744,7 @@ mod baseline {
                         *p = base + damping * x;
                     }
                 }
-                (le_bytes(&pr, f64::to_le_bytes), iterations as u64)
+                (Res::F64(pr), iterations as u64)
             }
             Algo::Kcore => {
                 let mut deg: Vec<u32> = (0..n).map(|v| g.row(v).iter().filter(|&&u| u as usize != v).count() as u32).collect();
@@ -762,7 +780,7 @@ mod baseline {
                         }
                     }
                 }
-                (deg.iter().flat_map(|c| c.to_le_bytes()).collect(), 1)
+                (Res::U32(deg), 1)
             }
         }
     }

@@ -645,6 +645,16 @@ pub(crate) fn join_cgroup(g: &Option<PathBuf>) -> CliResult {
     Ok(())
 }
 
+/// Moves this process back to the root memory cgroup (after a timed run:
+/// what it allocates or writes from now on is not charged to the run).
+pub(crate) fn leave_cgroup(g: &Option<PathBuf>) -> CliResult {
+    if g.is_some() {
+        let procs = Path::new(CGROUP_ROOT).join("cgroup.procs");
+        std::fs::write(&procs, std::process::id().to_string()).map_err(file_err(&procs))?;
+    }
+    Ok(())
+}
+
 /// Draws `total` vertex ids uniformly, all or only those with edges.
 pub(crate) fn draw_ids(l: &Layout, meta: CsrMeta, seed: u64, total: usize, nonisolated: bool) -> CliResult<Vec<u64>> {
     use rand::{Rng, SeedableRng};
