@@ -155,13 +155,16 @@ impl PageCache {
         debug_assert_eq!(loaded.len(), missing.len());
         if self.budget > 0 {
             let mut s = self.inner.lock().unwrap();
-            for (&p, d) in missing.iter().zip(&loaded) {
+            'insert: for (&p, d) in missing.iter().zip(&loaded) {
                 if s.map.contains_key(&p) {
                     continue;
                 }
                 while s.bytes + d.len() > self.budget && !s.map.is_empty() {
                     if !s.evict_one() {
-                        break;
+                        // Everything left is pinned (a batch larger than the
+                        // cache): the rest of the batch is not cached, rather
+                        // than sweeping the whole cache once per page.
+                        break 'insert;
                     }
                     self.evictions.fetch_add(1, Relaxed);
                 }
