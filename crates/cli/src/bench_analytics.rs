@@ -101,13 +101,14 @@ impl Algo {
     /// Peak bytes per vertex of the vertex state (engine and baselines
     /// alike): BFS levels i64 + frontier and next level u64; WCC parents
     /// u64; PageRank two f64 arrays; k-core degree, position and order u32
-    /// + the peeled batch u64.
+    /// + the peeled bin as u64 ids, twice (batch and the reader's sparse
+    /// job), up to the 45% of vertices without edges peeled at once.
     fn state_per_vertex(self) -> u64 {
         match self {
             Algo::Bfs => 24,
             Algo::Wcc => 8,
             Algo::Pagerank => 16,
-            Algo::Kcore => 20,
+            Algo::Kcore => 28,
         }
     }
 }
@@ -227,6 +228,7 @@ pub fn run(a: AnalyticsArgs) -> CliResult {
         return Err(BenchError::Invalid("solidgraph cannot be skipped".into()).into());
     }
     let mut runs: Vec<Run> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
     for round in 0..a.rounds {
         for &algo in &a.algos {
             let state = algo.state_per_vertex() * n;
@@ -270,11 +272,18 @@ pub fn run(a: AnalyticsArgs) -> CliResult {
                 pb.set_prefix(format!("{} round {}/{}", algo.name(), round + 1, a.rounds));
                 pb.enable_steady_tick(Duration::from_millis(200));
                 let _ = std::fs::remove_file(&out);
-                let end = run_worker(&format!("{}-{}", c.name(), algo.name()), &args, cg.as_ref(), Some(Duration::from_secs_f64(cap)))?;
+                let end = run_worker(&format!("{}-{}", c.name(), algo.name()), &args, cg.as_ref(), Some(Duration::from_secs_f64(cap)));
                 pb.finish_and_clear();
                 let w = match end {
-                    WorkerEnd::Done(line) => Some(serde_json::from_str::<WorkerReport>(&line).map_err(|e| BenchError::Worker { contender: c.name(), reason: format!("bad report {line:?}: {e}") })?),
-                    WorkerEnd::Capped => None,
+                    Ok(WorkerEnd::Done(line)) => Some(serde_json::from_str::<WorkerReport>(&line).map_err(|e| BenchError::Worker { contender: c.name(), reason: format!("bad report {line:?}: {e}") })?),
+                    Ok(WorkerEnd::Capped) => None,
+                    // A run that fails (e.g. killed at the memory limit) is
+                    // reported, and the others go on.
+                    Err(e) => {
+                        eprintln!("warning: {e}");
+                        failures.push(format!("{} {}: {e}", algo.name(), c.name()));
+                        None
+                    }
                 };
                 let peak = cg.as_ref().and_then(|g| g.read("memory.max_usage_in_bytes"));
                 runs.push(Run { c, algo, w, peak, result: out });
@@ -285,7 +294,7 @@ pub fn run(a: AnalyticsArgs) -> CliResult {
     for r in &runs {
         let _ = std::fs::remove_file(&r.result);
     }
-    let rep = Report { a: &a, g: &g, budget, bfs_source, cgroups, seq, runs, verified, contenders };
+    let rep = Report { a: &a, g: &g, budget, bfs_source, cgroups, seq, runs, verified, contenders, failures };
     if a.json {
         println!("{}", rep.json());
     } else {
@@ -338,6 +347,7 @@ struct Report<'a> {
     runs: Vec<Run>,
     verified: Vec<String>,
     contenders: Vec<Contender>,
+    failures: Vec<String>,
 }
 
 struct Cell {
@@ -445,7 +455,7 @@ impl Report<'_> {
             "store_bytes": self.g.store_bytes, "csr_bytes": self.g.csr_bytes(), "budget_bytes": self.budget,
             "memory_enforced": self.cgroups, "bfs_source": self.bfs_source, "pagerank_iterations": self.a.iterations,
             "rounds": self.a.rounds, "device_seq_read_mib_s": self.seq.as_ref().map(|s| s.mib_s),
-            "import_seconds": self.g.prep.import_seconds, "verified": self.verified, "algos": rows,
+            "import_seconds": self.g.prep.import_seconds, "verified": self.verified, "failures": self.failures, "algos": rows,
         })
     }
 
@@ -540,6 +550,9 @@ impl Report<'_> {
             );
         }
         println!("verified: {}", self.verified.join("; "));
+        for f in &self.failures {
+            println!("FAILED (counted as capped): {f}");
+        }
         println!("MiB read: our volume's bytes (S, b) or /proc/self/io read_bytes (mmap); pass/st: bytes read per pass / store size; passes: BFS levels, PR iterations, k-core peel rounds, WCC 1");
     }
 }

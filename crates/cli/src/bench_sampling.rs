@@ -284,6 +284,7 @@ pub fn run(a: SamplingArgs) -> CliResult {
     let cgroups = cgroups_usable();
     let contenders: Vec<Contender> = CONTENDERS.iter().copied().filter(|c| !a.skip.contains(c)).collect();
     let mut runs: Vec<Measured> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
     for round in 0..a.rounds {
         for k in 0..contenders.len() {
             let c = contenders[(round + k) % contenders.len()];
@@ -322,18 +323,25 @@ pub fn run(a: SamplingArgs) -> CliResult {
             pb.set_prefix(format!("{}/{}", round + 1, a.rounds));
             pb.enable_steady_tick(Duration::from_millis(200));
             let cap = if c == Contender::Cached { 2.0 * a.kill_seconds } else { a.kill_seconds };
-            let end = run_worker(&format!("sampling-{}", c.name()), &args, cg.as_ref(), Some(Duration::from_secs_f64(cap)))?;
+            let end = run_worker(&format!("sampling-{}", c.name()), &args, cg.as_ref(), Some(Duration::from_secs_f64(cap)));
             pb.finish_and_clear();
             let w = match end {
-                WorkerEnd::Done(line) => Some(serde_json::from_str::<WorkerReport>(&line).map_err(|e| BenchError::Worker { contender: c.name(), reason: format!("bad report {line:?}: {e}") })?),
-                WorkerEnd::Capped => None,
+                Ok(WorkerEnd::Done(line)) => Some(serde_json::from_str::<WorkerReport>(&line).map_err(|e| BenchError::Worker { contender: c.name(), reason: format!("bad report {line:?}: {e}") })?),
+                Ok(WorkerEnd::Capped) => None,
+                // A failed run (e.g. killed at the memory limit) is
+                // reported; the others go on.
+                Err(e) => {
+                    eprintln!("warning: {e}");
+                    failures.push(format!("{}: {e}", c.name()));
+                    None
+                }
             };
             let peak = cg.as_ref().and_then(|g| g.read("memory.max_usage_in_bytes"));
             runs.push(Measured { c, w, peak });
         }
     }
     let verified = verify(&runs)?;
-    let rep = Report { a: &a, g: &g, cache_bytes, limit, cgroups, iops, runs, verified, contenders, prep_seconds };
+    let rep = Report { a: &a, g: &g, cache_bytes, limit, cgroups, iops, runs, verified, contenders, prep_seconds, failures };
     if a.json {
         println!("{}", rep.json());
     } else {
@@ -371,6 +379,7 @@ struct Report<'a> {
     verified: usize,
     contenders: Vec<Contender>,
     prep_seconds: f64,
+    failures: Vec<String>,
 }
 
 const BAR_VS_MMAP: f64 = 10.0;
@@ -437,7 +446,7 @@ impl Report<'_> {
             "bench_io_randread_4k_qd64_iops": self.iops.as_ref().map(|r| r.iops),
             "solidgraph_ios_per_s": self.s_io().map(|s| s.0), "solidgraph_pages_per_s": self.s_io().map(|s| s.1),
             "cache_hit_rate": self.s_io().map(|s| s.2), "verified_batches": self.verified,
-            "contenders": cs, "bars": self.bars(),
+            "contenders": cs, "bars": self.bars(), "failures": self.failures,
         })
     }
 
@@ -472,7 +481,7 @@ impl Report<'_> {
             let Some(m) = self.median(c) else { continue };
             let all: Vec<String> = self.runs.iter().filter(|r| r.c == c).map(|r| if r.w.is_some() { format!("{:.0}", r.rate()) } else { "killed".into() }).collect();
             match &m.w {
-                None => println!("{:<27} {:>10}", c.label(), format!("killed >{:.0}s", self.a.kill_seconds)),
+                None => println!("{:<27} {:>10}", c.label(), format!("killed (>{:.0} s or failed)", self.a.kill_seconds)),
                 Some(w) => println!(
                     "{:<27} {:>10.0} {:>9.0} {:>8} {:>10.1} {:>9} {:>9} {:>6} {:>15} {:>8}  {}",
                     c.label(),
@@ -510,6 +519,9 @@ impl Report<'_> {
         }
         println!("gather alone S / mmap (best: {}): {}   bar >= {BAR_GATHER}x: {}", b["gather_mmap_best"].as_str().unwrap_or("-"), f("gather_speedup_vs_mmap_best"), pass("gather_3x"));
         println!("verified: every finished run equals SolidGraph's batches (nodes, edges, edge ids, feature bytes) over {} batches", self.verified);
+        for f in &self.failures {
+            println!("FAILED (shown as killed): {f}");
+        }
     }
 }
 
