@@ -111,8 +111,12 @@ def import_graph(
     gets (phase, done, total). A failed import leaves nothing behind.
     """
 
-def open(path: _StrPath, cache_bytes: int = 256 << 20) -> Graph:
-    """Opens a store with a page cache of `cache_bytes` (0: no cache)."""
+def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False) -> Graph:
+    """Opens a store with a page cache of `cache_bytes` (0: no cache).
+    `writable=True` takes the store's writer lock (one writer process; a
+    second gets SolidGraphError "locked") and enables the update methods.
+    Every open replays the write-ahead log, so readers see acknowledged
+    updates."""
 
 @final
 class Graph:
@@ -260,6 +264,29 @@ class Graph:
     def verify(self) -> VerifyReport:
         """Reads every page and checks checksums and invariants; raises
         SolidGraphError naming the first bad page."""
+
+    # Updates (stores opened with writable=True). Each call is one batch:
+    # validated whole (nothing applied on error), logged as one WAL record,
+    # visible to reads at once, and returned once durable unless
+    # durable=False (then `flush()` makes everything so far durable).
+    @property
+    def pending_updates(self) -> int:
+        """Update batches held in the log and the in-memory delta."""
+    def add_vertices(self, count: int, tensors: Mapping[str, npt.ArrayLike] | None = None, durable: bool = True) -> _I64:
+        """Adds vertices; returns their ids. Tensor rows must have the
+        stored dtype and width; tensors not given read as zeros."""
+    def delete_vertices(self, ids: _Ids, durable: bool = True) -> None:
+        """Deletes vertices and every edge touching them."""
+    def add_edges(self, src: _Ids, dst: _Ids, weights: npt.ArrayLike | None = None, labels: npt.ArrayLike | None = None, durable: bool = True) -> None:
+        """Adds edges (replacing existing ones; both ways when undirected)."""
+    def delete_edges(self, src: _Ids, dst: _Ids, durable: bool = True) -> None:
+        """Deletes edges; each must exist."""
+    def update_edge_weights(self, src: _Ids, dst: _Ids, weights: npt.ArrayLike, durable: bool = True) -> None:
+        """Sets the weights of existing edges."""
+    def update_tensor(self, name: str, ids: _Ids, rows: npt.ArrayLike, durable: bool = True) -> None:
+        """Overwrites tensor rows (UpdateEmbed)."""
+    def flush(self) -> None:
+        """Makes every update so far durable."""
 
 @final
 class Sample:

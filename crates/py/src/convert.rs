@@ -4,6 +4,7 @@ use std::fmt::Display;
 
 use numpy::{Element, PyArray1, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods, get_array_module};
 use pyo3::prelude::*;
+use pyo3::types::IntoPyDict;
 
 use crate::err;
 
@@ -51,4 +52,36 @@ pub fn u64_vec(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u64>> {
 /// and PyG index with int64).
 pub fn int64_array<'py>(py: Python<'py>, v: Vec<u64>) -> PyResult<Bound<'py, PyAny>> {
     PyArray1::from_vec(py, v).call_method1("view", ("int64",))
+}
+
+/// A 1-D array of `dtype` ("float32", "uint32") as a Vec, converting ints
+/// and floats numpy can convert safely; NaN checks are the store's.
+pub fn typed_vec<T: Element + Copy>(obj: &Bound<'_, PyAny>, dtype: &str, what: &str) -> PyResult<Vec<T>> {
+    let np = get_array_module(obj.py())?;
+    let a = np.call_method1("asarray", (obj,))?;
+    let a = np.call_method("ascontiguousarray", (a,), Some(&[("dtype", dtype)].into_py_dict(obj.py())?))?;
+    let a = a.downcast_into::<PyArray1<T>>().map_err(|_| err(format!("{what} must be a 1-D array of numbers")))?;
+    Ok(a.readonly().as_array().to_vec())
+}
+
+/// The raw bytes of tensor rows, which must already have the store's dtype
+/// and row width: a silent conversion would store different values.
+pub fn row_bytes(obj: &Bound<'_, PyAny>, dtype: &str, dim: u64, what: &str) -> PyResult<Vec<u8>> {
+    let a = as_array(obj)?;
+    let got = a.dtype().str()?.to_string();
+    let name: String = a.dtype().getattr("name")?.extract()?;
+    if name != dtype {
+        return Err(err(format!("{what}: rows are {dtype}, got an array of {name} ({got})")));
+    }
+    let shape = a.shape().to_vec();
+    let ok = match shape.as_slice() {
+        [_] => dim == 1,
+        [_, d] => *d as u64 == dim,
+        _ => false,
+    };
+    if !ok {
+        return Err(err(format!("{what}: rows must have width {dim}, got shape {shape:?}")));
+    }
+    let c = get_array_module(obj.py())?.call_method1("ascontiguousarray", (a,))?;
+    c.call_method0("tobytes")?.extract()
 }

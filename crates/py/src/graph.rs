@@ -13,7 +13,7 @@ use solidgraph_engine::walks::{self, WalkOptions};
 use solidgraph_engine::{bfs, cdlp, kcore, lcc, mis, pagerank, sssp, wcc};
 use solidgraph_store::{Direction, OpenOptions, Store};
 
-use crate::convert::{int64_array, u64_vec};
+use crate::convert::{int64_array, row_bytes, typed_vec, u64_vec};
 use crate::err;
 use crate::loader::SampleLoader;
 use crate::progress::{ProgressArg, Reporter};
@@ -34,7 +34,9 @@ impl StoreSlot {
         let mut cur = self.cur.lock().unwrap_or_else(|e| e.into_inner());
         let pid = std::process::id();
         if cur.0 != pid {
-            let fresh = Arc::new(Store::open(&self.path, &self.opts)?);
+            // The parent keeps the writer lock; a child reads.
+            let opts = OpenOptions { writable: false, ..self.opts.clone() };
+            let fresh = Arc::new(Store::open(&self.path, &opts)?);
             std::mem::forget(std::mem::replace(&mut cur.1, fresh));
             cur.0 = pid;
         }
@@ -443,6 +445,88 @@ impl Graph {
         Ok(PyArray1::from_vec(py, r))
     }
 
+    /// Update batches held in the write-ahead log and the in-memory delta.
+    #[getter]
+    fn pending_updates(&self) -> PyResult<u64> {
+        Ok(self.store()?.pending_updates())
+    }
+
+    /// Adds `count` vertices and returns their ids; `tensors` maps names to
+    /// their rows ((count, dim) arrays of the stored dtype); other tensors
+    /// read as zeros for them.
+    #[pyo3(signature = (count, tensors=None, durable=true))]
+    fn add_vertices<'py>(&self, py: Python<'py>, count: u64, tensors: Option<Bound<'py, PyDict>>, durable: bool) -> PyResult<Bound<'py, PyAny>> {
+        let store = self.store()?;
+        let mut rows = Vec::new();
+        for (k, v) in tensors.iter().flatten() {
+            let name: String = k.extract()?;
+            let t = store.tensor_meta(&name).map_err(err)?;
+            rows.push((name.clone(), row_bytes(&v, t.dtype.name(), t.dim, &format!("tensor {name:?}"))?));
+        }
+        let ids = py.allow_threads(|| store.add_vertices(count, &rows, durable)).map_err(err)?;
+        int64_array(py, ids.collect())
+    }
+
+    /// Deletes vertices and every edge touching them.
+    #[pyo3(signature = (ids, durable=true))]
+    fn delete_vertices(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, durable: bool) -> PyResult<()> {
+        let ids = u64_vec(ids, "ids")?;
+        let store = self.store()?;
+        py.allow_threads(|| store.delete_vertices(&ids, durable)).map_err(err)
+    }
+
+    /// Adds edges src[i] -> dst[i] (replacing existing ones); the batch is
+    /// validated whole and logged as one record.
+    #[pyo3(signature = (src, dst, weights=None, labels=None, durable=true))]
+    fn add_edges(
+        &self,
+        py: Python<'_>,
+        src: &Bound<'_, PyAny>,
+        dst: &Bound<'_, PyAny>,
+        weights: Option<&Bound<'_, PyAny>>,
+        labels: Option<&Bound<'_, PyAny>>,
+        durable: bool,
+    ) -> PyResult<()> {
+        let (s, d) = (u64_vec(src, "src")?, u64_vec(dst, "dst")?);
+        let w = weights.map(|w| typed_vec::<f32>(w, "float32", "weights")).transpose()?;
+        let l = labels.map(|l| typed_vec::<u32>(l, "uint32", "labels")).transpose()?;
+        let store = self.store()?;
+        py.allow_threads(|| store.add_edges(&s, &d, w.as_deref(), l.as_deref(), durable)).map_err(err)
+    }
+
+    /// Deletes edges; each must exist.
+    #[pyo3(signature = (src, dst, durable=true))]
+    fn delete_edges(&self, py: Python<'_>, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, durable: bool) -> PyResult<()> {
+        let (s, d) = (u64_vec(src, "src")?, u64_vec(dst, "dst")?);
+        let store = self.store()?;
+        py.allow_threads(|| store.delete_edges(&s, &d, durable)).map_err(err)
+    }
+
+    /// Sets the weights of existing edges.
+    #[pyo3(signature = (src, dst, weights, durable=true))]
+    fn update_edge_weights(&self, py: Python<'_>, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, weights: &Bound<'_, PyAny>, durable: bool) -> PyResult<()> {
+        let (s, d) = (u64_vec(src, "src")?, u64_vec(dst, "dst")?);
+        let w = typed_vec::<f32>(weights, "float32", "weights")?;
+        let store = self.store()?;
+        py.allow_threads(|| store.update_edge_weights(&s, &d, &w, durable)).map_err(err)
+    }
+
+    /// Overwrites rows of a tensor ((len(ids), dim) of the stored dtype).
+    #[pyo3(signature = (name, ids, rows, durable=true))]
+    fn update_tensor(&self, py: Python<'_>, name: &str, ids: &Bound<'_, PyAny>, rows: &Bound<'_, PyAny>, durable: bool) -> PyResult<()> {
+        let ids = u64_vec(ids, "ids")?;
+        let store = self.store()?;
+        let t = store.tensor_meta(name).map_err(err)?;
+        let bytes = row_bytes(rows, t.dtype.name(), t.dim, &format!("tensor {name:?}"))?;
+        py.allow_threads(|| store.update_tensor(name, &ids, &bytes, durable)).map_err(err)
+    }
+
+    /// Makes every update so far durable (after calls with durable=False).
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let store = self.store()?;
+        py.allow_threads(|| store.flush()).map_err(err)
+    }
+
     fn __repr__(&self) -> PyResult<String> {
         let s = self.store()?;
         let mut kind = vec![if s.directed() { "directed" } else { "undirected" }];
@@ -465,10 +549,12 @@ impl Graph {
 }
 
 /// Opens a store with a page cache of `cache_bytes` (0: no cache).
+/// `writable=True` takes the store's writer lock (one writer process) and
+/// enables the update methods; every open replays the write-ahead log.
 #[pyfunction]
-#[pyo3(signature = (path, cache_bytes=268435456))]
-pub fn open(py: Python<'_>, path: PathBuf, cache_bytes: u64) -> PyResult<Graph> {
-    let opts = OpenOptions { cache_bytes, ..Default::default() };
+#[pyo3(signature = (path, cache_bytes=268435456, writable=false))]
+pub fn open(py: Python<'_>, path: PathBuf, cache_bytes: u64, writable: bool) -> PyResult<Graph> {
+    let opts = OpenOptions { cache_bytes, writable, ..Default::default() };
     let store = py.allow_threads(|| Store::open(&path, &opts)).map_err(err)?;
     Ok(Graph { slot: Arc::new(StoreSlot { path, opts, cur: Mutex::new((std::process::id(), Arc::new(store))) }) })
 }
