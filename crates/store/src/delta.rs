@@ -155,6 +155,8 @@ impl Delta {
             return csr;
         }
         let dd = if out_dir { &self.out } else { &self.inn };
+        // Hashing every neighbor against an empty set is most of a patch.
+        let any_deleted = !self.deleted.is_empty();
         let mut o = Csr {
             indptr: Vec::with_capacity(ids.len() + 1),
             indices: Vec::with_capacity(csr.indices.len()),
@@ -167,12 +169,24 @@ impl Delta {
             let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
             // Contiguous base edges keep their ids; see DELTA_EDGE otherwise.
             o.first_edge.push(csr.first_edge[i]);
-            if self.deleted.contains(&v) {
+            if any_deleted && self.deleted.contains(&v) {
                 o.indptr.push(o.indices.len() as u64);
                 continue;
             }
             let removed = dd.removed.get(&v);
             let added = dd.added.get(&v);
+            if removed.is_none() && added.is_none() && !any_deleted {
+                // Untouched list: copy it as it is.
+                o.indices.extend_from_slice(&csr.indices[a..b]);
+                if let (Some(ow), Some(iw)) = (o.weights.as_mut(), csr.weights.as_ref()) {
+                    ow.extend_from_slice(&iw[a..b]);
+                }
+                if let (Some(ol), Some(il)) = (o.labels.as_mut(), csr.labels.as_ref()) {
+                    ol.extend_from_slice(&il[a..b]);
+                }
+                o.indptr.push(o.indices.len() as u64);
+                continue;
+            }
             let mut adds = added.into_iter().flatten().peekable();
             for k in a..b {
                 let d = csr.indices[k];
@@ -183,7 +197,7 @@ impl Delta {
                     self.push(&mut o, ad, w, l);
                     adds.next();
                 }
-                let gone = removed.is_some_and(|r| r.contains(&d)) || self.deleted.contains(&d) || added.is_some_and(|m| m.contains_key(&d));
+                let gone = removed.is_some_and(|r| r.contains(&d)) || (any_deleted && self.deleted.contains(&d)) || added.is_some_and(|m| m.contains_key(&d));
                 if !gone {
                     o.indices.push(d);
                     if let (Some(ow), Some(iw)) = (o.weights.as_mut(), csr.weights.as_ref()) {
@@ -203,7 +217,7 @@ impl Delta {
     }
 
     fn push(&self, o: &mut Csr, d: u64, w: f32, l: u32) {
-        if self.deleted.contains(&d) {
+        if !self.deleted.is_empty() && self.deleted.contains(&d) {
             return;
         }
         o.indices.push(d);
