@@ -164,3 +164,19 @@ fn weighted_sampling_follows_the_weights() {
         assert!(chi2 < 18.47, "replace={replace}: chi-square {chi2:.2} for counts {counts:?}");
     }
 }
+
+#[test]
+fn hops_wider_than_one_read_part() {
+    // 10,000 seeds: the hop is read in several parts; every seed still gets
+    // exactly its two in-neighbors, at the right local positions.
+    let n = 10_000u64;
+    let edges: Vec<(u64, u64, f32)> = (0..n).flat_map(|v| [((v + 1) % n, v, 1.0), ((v + 2) % n, v, 1.0)]).collect();
+    let g = build(n, &edges);
+    let seeds: Vec<u64> = (0..n).collect();
+    let s = sample_neighbors(&g.store, &seeds, &SampleOptions { fanouts: vec![2], ..Default::default() }).unwrap();
+    assert_eq!(s.row.len(), 2 * n as usize);
+    for k in 0..s.row.len() {
+        let (u, v) = (s.node[s.row[k] as usize], s.node[s.col[k] as usize]);
+        assert!(u == (v + 1) % n || u == (v + 2) % n, "{u} -> {v}");
+    }
+}
