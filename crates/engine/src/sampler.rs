@@ -18,8 +18,10 @@ use solidgraph_store::{Csr, Direction, Rows, Store};
 use crate::error::{EngineError, Result};
 use crate::walks::{WalkOptions, random_walks};
 
-/// Frontier vertices per batched read within a hop.
+/// A hop reads its frontier in parts of at most this many vertices and
+/// (but for a single huge list) pages: deep enough queues, bounded memory.
 const HOP_PART: usize = 4096;
+const HOP_PAGES: usize = 4096;
 
 /// Fanout meaning "every neighbor" (PyG's convention).
 pub const ALL: i64 = -1;
@@ -161,16 +163,24 @@ pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resu
         let edges_before = out.row.len();
         // A hop reads its frontier in parts: one read per part keeps the
         // queue deep while the pages held at once stay bounded (hub lists
-        // of a power-law graph span many pages). Same result for any part
-        // size: nodes are visited in order.
-        for (c, part) in frontier.chunks(HOP_PART).enumerate() {
+        // of a power-law graph span many pages; the GTT knows how many).
+        // Same result for any part size: nodes are visited in order.
+        let mut lo = 0;
+        while lo < frontier.len() {
+            let mut hi = lo;
+            let mut pages = 0;
+            while hi < frontier.len() && hi - lo < HOP_PART && (hi == lo || pages < HOP_PAGES) {
+                pages += store.list_pages(frontier[hi], o.direction)?;
+                hi += 1;
+            }
+            let part = &frontier[lo..hi];
             let csr: Csr = store.neighbors(part, o.direction, o.weighted, false)?;
             for (i, &v) in part.iter().enumerate() {
                 let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
                 let w = csr.weights.as_ref().map(|w| &w[a..b]);
                 let mut rng = rng_for(o.seed, hop as u64, v);
                 choose(&mut rng, b - a, k, o.replace, w, &mut picks);
-                let lv = (start + c * HOP_PART + i) as u64;
+                let lv = (start + lo + i) as u64;
                 for &p in &picks {
                     let u = csr.indices[a + p];
                     let lu = *local.entry(u).or_insert_with(|| {
@@ -182,6 +192,7 @@ pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resu
                     out.edge.push(csr.first_edge[i] + p as u64);
                 }
             }
+            lo = hi;
         }
         out.num_sampled_nodes.push((out.node.len() - end) as u64);
         out.num_sampled_edges.push((out.row.len() - edges_before) as u64);

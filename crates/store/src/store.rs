@@ -264,6 +264,16 @@ impl Store {
         }
     }
 
+    /// Adjacency pages holding `v`'s list (0: no list), from the GTT alone:
+    /// lets callers cut a batch into reads of bounded size.
+    pub fn list_pages(&self, v: u64, dir: Direction) -> Result<usize> {
+        Ok(match self.gtt(dir)?.locate(v) {
+            Loc::Nowhere => 0,
+            Loc::Packed(_) => 1,
+            Loc::Extent { len, .. } => len,
+        })
+    }
+
     pub fn stats(&self) -> StoreStats {
         StoreStats { cache: self.cache.stats(), members: self.vol.stats() }
     }
