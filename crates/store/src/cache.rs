@@ -70,6 +70,17 @@ impl Sieve {
         self.map.insert(page, i);
     }
 
+    fn remove(&mut self, page: u64) {
+        let Some(i) = self.map.remove(&page) else { return };
+        if self.hand == i {
+            self.hand = self.nodes[i as usize].prev;
+        }
+        self.unlink(i);
+        self.bytes -= self.nodes[i as usize].data.len();
+        self.nodes[i as usize].data = Arc::from(&[][..]);
+        self.free.push(i);
+    }
+
     /// Evicts one page; false when every page is visited-and-pinned for two
     /// full sweeps (the budget is then exceeded until pins drop).
     fn evict_one(&mut self) -> bool {
@@ -196,6 +207,14 @@ impl PageCache {
         self.evictions.store(0, Relaxed);
     }
 
+    /// Forgets `pages` (their page numbers are about to hold new contents).
+    pub fn invalidate(&self, pages: &[u64]) {
+        let mut s = self.inner.lock().unwrap();
+        for &p in pages {
+            s.remove(p);
+        }
+    }
+
     /// Drops every unpinned page (benchmarks start cold with this).
     pub fn clear(&self) {
         let mut s = self.inner.lock().unwrap();
@@ -228,6 +247,11 @@ mod tests {
         let got = c.get_many(&[9, 9, 1], load).unwrap();
         assert_eq!(got[0][0], 9);
         assert_eq!(got[2][0], 1);
+        c.invalidate(&[1, 9, 77]);
+        c.reset_stats();
+        c.get_many(&[1, 9, 2], load).unwrap();
+        assert_eq!(c.stats().hits, 1, "invalidated pages were served");
+        assert!(c.stats().bytes <= 64);
     }
 
     #[test]

@@ -43,6 +43,11 @@ impl DirDelta {
         self.added.entry(s).or_default().insert(d, (w, l));
     }
 
+    /// Vertices whose lists change.
+    pub fn changed(&self) -> impl Iterator<Item = u64> + '_ {
+        self.added.keys().chain(self.removed.keys()).copied()
+    }
+
     fn delete(&mut self, s: u64, d: u64) {
         if let Some(a) = self.added.get_mut(&s) {
             a.remove(&d);
@@ -53,8 +58,21 @@ impl DirDelta {
 
 #[derive(Debug, Clone, Default)]
 pub struct Delta {
+    /// Epoch of the base these updates apply to (a read that sees another
+    /// epoch raced a merge and reads again).
+    pub epoch: u64,
+    /// Vertices and edges in the base.
+    pub base_nodes: u64,
+    pub base_edges: u64,
     pub added_nodes: u64,
+    /// Every deleted vertex, merged or not (ids are never reused).
     pub deleted: HashSet<u64>,
+    /// Whether reads must drop edges to deleted vertices: after deletions
+    /// not merged yet, and for good in a directed store without in-edges,
+    /// where a merge cannot find the lists that point at a deleted vertex.
+    pub filter_deleted: bool,
+    /// Deleted vertices are only ever filtered (see `filter_deleted`).
+    pub keep_filter: bool,
     pub out: DirDelta,
     pub inn: DirDelta,
     /// Rows written since the last merge, per tensor.
@@ -72,13 +90,26 @@ pub struct Delta {
 pub struct Shape {
     pub undirected: bool,
     pub has_in: bool,
-    /// Vertices in the base pages; added vertices follow.
-    pub base_nodes: u64,
 }
 
 impl Delta {
+    /// No pending updates over `base`.
+    pub(crate) fn new(base: &crate::store::Base, keep_filter: bool) -> Delta {
+        let deleted: HashSet<u64> = base.tombstones.iter().copied().collect();
+        Delta {
+            epoch: base.sb.epoch,
+            base_nodes: base.sb.num_nodes,
+            base_edges: base.sb.num_edges,
+            filter_deleted: keep_filter && !deleted.is_empty(),
+            keep_filter,
+            deleted,
+            ..Default::default()
+        }
+    }
+
+    /// Nothing for a read to patch.
     pub fn is_empty(&self) -> bool {
-        self.ops == 0
+        self.ops == 0 && !self.filter_deleted
     }
 
     /// Applies a validated (or replayed) operation.
@@ -86,7 +117,7 @@ impl Delta {
         self.ops += 1;
         match op {
             Op::AddVertices { count, tensors } => {
-                let first = shape.base_nodes + self.added_nodes;
+                let first = self.base_nodes + self.added_nodes;
                 self.added_nodes += count;
                 for (name, bytes) in tensors {
                     let row = bytes.len() / (*count).max(1) as usize;
@@ -98,6 +129,7 @@ impl Delta {
                 }
             }
             Op::DeleteVertices { ids } => {
+                self.filter_deleted = true;
                 for &v in ids {
                     self.deleted.insert(v);
                     self.out.added.remove(&v);
@@ -156,7 +188,7 @@ impl Delta {
         }
         let dd = if out_dir { &self.out } else { &self.inn };
         // Hashing every neighbor against an empty set is most of a patch.
-        let any_deleted = !self.deleted.is_empty();
+        let any_deleted = self.filter_deleted;
         let mut o = Csr {
             indptr: Vec::with_capacity(ids.len() + 1),
             indices: Vec::with_capacity(csr.indices.len()),
@@ -217,7 +249,7 @@ impl Delta {
     }
 
     fn push(&self, o: &mut Csr, d: u64, w: f32, l: u32) {
-        if !self.deleted.is_empty() && self.deleted.contains(&d) {
+        if self.filter_deleted && self.deleted.contains(&d) {
             return;
         }
         o.indices.push(d);

@@ -36,6 +36,8 @@ pub enum StoreError {
     Locked { path: PathBuf },
     #[error("this store is open read-only; open it with writable=True (OpenOptions::writable) to update it")]
     ReadOnly,
+    #[error("page {page}: written by a merge (epoch {found}) after this reader opened the store (epoch {epoch}); reopen it to read the merged graph")]
+    Stale { page: u64, epoch: u64, found: u64 },
     #[error("this store has no {0} edges; import with keep_in_edges (--in-edges) to add them")]
     NoDirection(&'static str),
 }

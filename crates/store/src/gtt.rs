@@ -89,6 +89,28 @@ impl Gtt {
         self.keys.partition_point(|&k| k & !EXTENT < v)
     }
 
+    /// Index one past the last page whose first vertex is <= v.
+    pub fn upper_bound(&self, v: u64) -> usize {
+        self.keys.partition_point(|&k| k & !EXTENT <= v)
+    }
+
+    /// Edges in the pages of entry `i`; `total` is the direction's count.
+    pub fn entry_edges(&self, i: usize, total: u64) -> u64 {
+        self.edges_before.get(i + 1).copied().unwrap_or(total) - self.edges_before[i]
+    }
+
+    /// Takes over `other`'s presence bitmap (a merge then edits it).
+    pub fn presence_from(&mut self, other: &Gtt) {
+        self.present = other.present.clone();
+    }
+
+    /// Records that `v` has no list any more.
+    pub fn mark_absent(&mut self, v: u64) {
+        if let Some(w) = self.present.as_mut().and_then(|p| p.get_mut((v / 64) as usize)) {
+            *w &= !(1 << (v % 64));
+        }
+    }
+
     /// Starts a presence bitmap (import, or open of a store that has one).
     pub fn enable_presence(&mut self) {
         self.present.get_or_insert_with(Vec::new);

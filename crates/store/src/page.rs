@@ -28,6 +28,9 @@ pub enum Kind {
     Extent = 4,
     Tensor = 5,
     Presence = 6,
+    /// A table of u64 words (tensor page map, tombstones): `count` words,
+    /// `aux` = page index within the table.
+    Table = 7,
 }
 
 impl Kind {
@@ -39,6 +42,7 @@ impl Kind {
             4 => Kind::Extent,
             5 => Kind::Tensor,
             6 => Kind::Presence,
+            7 => Kind::Table,
             _ => return None,
         })
     }
@@ -109,6 +113,35 @@ pub fn open_kind_trusted(page_no: u64, page: &[u8], kind: Kind) -> Result<Header
         return Err(StoreError::Corrupt { page: page_no, reason: format!("expected a {kind:?} page, found {:?}", h.kind) });
     }
     Ok(h)
+}
+
+/// Pages a table of `words` u64 words needs.
+pub fn table_pages(words: usize, page_size: usize) -> u64 {
+    words.div_ceil((page_size - HEADER) / 8) as u64
+}
+
+/// Seals `words` into consecutive Table pages numbered from `first_page`.
+pub fn encode_table(words: &[u64], page_size: usize, first_page: u64, epoch: u64, out: &mut [u8]) {
+    let per = (page_size - HEADER) / 8;
+    for (p, chunk) in words.chunks(per).enumerate() {
+        let page = &mut out[p * page_size..(p + 1) * page_size];
+        page.fill(0);
+        for (j, w) in chunk.iter().enumerate() {
+            page[HEADER + 8 * j..HEADER + 8 * j + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        seal(first_page + p as u64, page, &Header { kind: Kind::Table, epoch, key: 0, count: chunk.len() as u32, aux: p as u32 });
+    }
+}
+
+/// Appends the words of Table page `index` (checksum and kind checked here).
+pub fn decode_table(page_no: u64, page: &[u8], index: u64, out: &mut Vec<u64>) -> Result<()> {
+    let h = open_kind(page_no, page, Kind::Table)?;
+    let n = h.count as usize;
+    if n > (page.len() - HEADER) / 8 || h.aux as u64 != index {
+        return Err(StoreError::Corrupt { page: page_no, reason: "table page out of place".into() });
+    }
+    out.extend((0..n).map(|j| u64_at(page, HEADER + 8 * j)));
+    Ok(())
 }
 
 pub(crate) fn u32_at(b: &[u8], off: usize) -> u32 {

@@ -42,19 +42,6 @@ impl Store {
         self.neighbors_with(&ids, dir, weights, false, false)
     }
 
-    /// Like `neighbors`, choosing whether pages go through the cache.
-    pub fn neighbors_with(&self, ids: &[u64], dir: Direction, weights: bool, labels: bool, cached: bool) -> Result<Csr> {
-        if cached {
-            return self.neighbors(ids, dir, weights, labels);
-        }
-        self.check_ids(ids)?;
-        self.check_columns(weights, labels)?;
-        let gtt = self.gtt(dir)?;
-        let (locs, pages) = self.plan(gtt, ids);
-        let fetched = self.fetch_direct(&pages)?;
-        self.decode_csr(gtt, dir, ids, &locs, &pages, &fetched, weights, labels)
-    }
-
     /// Reads pages bypassing the cache; duplicates share one copy.
     pub fn fetch_direct(&self, pages: &[u64]) -> Result<Vec<PageRef>> {
         let mut distinct = pages.to_vec();

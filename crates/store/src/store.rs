@@ -4,6 +4,7 @@
 //! Every read plans the pages of its whole batch first, fetches them through
 //! the cache in one call (misses become one volume batch), then decodes.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -45,11 +46,14 @@ pub struct OpenOptions {
     pub inflight_per_member: usize,
     /// Open for updates: takes the store's writer lock (one writer process).
     pub writable: bool,
+    /// Memory the pending updates may hold before a write merges them into
+    /// pages (0: merge only on request).
+    pub delta_budget: u64,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { cache_bytes: 256 << 20, backend: BackendChoice::Auto, inflight_per_member: 64, writable: false }
+        OpenOptions { cache_bytes: 256 << 20, backend: BackendChoice::Auto, inflight_per_member: 64, writable: false, delta_budget: 256 << 20 }
     }
 }
 
@@ -92,13 +96,68 @@ impl StoreStats {
     }
 }
 
-pub struct Store {
+/// What one superblock names: immutable; a merge builds the next one and
+/// swaps it in. Readers hold an `Arc` for the length of a read (or of a
+/// snapshot), and the pages it names are not reused while any does.
+pub(crate) struct Base {
+    pub sb: Superblock,
+    pub out: Gtt,
+    pub inn: Option<Gtt>,
+    /// Tensor pages moved by merges: (tensor index, page index) -> page.
+    pub tensor_map: HashMap<(u32, u64), u64>,
+    /// Deleted vertices (never reused).
+    pub tombstones: Vec<u64>,
+}
+
+impl Base {
+    pub fn gtt(&self, dir: Direction) -> Result<&Gtt> {
+        match dir {
+            Direction::Out => Ok(&self.out),
+            // An undirected store keeps each edge both ways in one table.
+            Direction::In if !self.sb.directed => Ok(&self.out),
+            Direction::In => self.inn.as_ref().ok_or(StoreError::NoDirection("in")),
+        }
+    }
+
+    /// Page number of page `k` of tensor `ti`.
+    pub fn tensor_page(&self, ti: usize, k: u64) -> Option<u64> {
+        let t = &self.sb.tensors[ti];
+        self.tensor_map.get(&(ti as u32, k)).copied().or((k < t.pages).then(|| t.start_page + k))
+    }
+
+    /// Refuses a page written by a newer merge than this base: another
+    /// process merged and may have reused the page this base expected.
+    pub fn check_epoch(&self, page_no: u64, page_epoch: u64) -> Result<()> {
+        if page_epoch > self.sb.epoch {
+            return Err(StoreError::Stale { page: page_no, epoch: self.sb.epoch, found: page_epoch });
+        }
+        Ok(())
+    }
+}
+
+/// A translation table borrowed from the base current when it was taken.
+pub struct GttRef {
+    base: Arc<Base>,
+    dir: Direction,
+}
+
+impl std::ops::Deref for GttRef {
+    type Target = Gtt;
+    fn deref(&self) -> &Gtt {
+        self.base.gtt(self.dir).expect("checked when taken")
+    }
+}
+
+/// Parts a store shares with its snapshots.
+struct Shared {
     path: PathBuf,
     vol: Volume,
-    sb: Superblock,
-    out: Gtt,
-    inn: Option<Gtt>,
     cache: PageCache,
+}
+
+pub struct Store {
+    shared: Arc<Shared>,
+    base: RwLock<Arc<Base>>,
     /// Updates since the pages were written (replayed from the WAL at open).
     pub(crate) delta: RwLock<Delta>,
     /// The log and writer lock of a store opened writable.
@@ -166,7 +225,7 @@ impl Store {
                 stripe_pages: sb.stripe_pages,
                 backend: opts.backend.clone(),
                 inflight_per_member: opts.inflight_per_member,
-                writable: false,
+                writable: opts.writable,
                 ..Default::default()
             },
         )?;
@@ -176,29 +235,79 @@ impl Store {
                 reason: format!("store is truncated: {} pages on disk, superblock says {}", vol.num_pages(), sb.total_pages),
             });
         }
+        let base = load_base(&vol, sb)?;
         let mut s = Store {
-            path: path.to_path_buf(),
-            vol,
-            out: Gtt::default(),
-            inn: None,
-            cache: PageCache::new(opts.cache_bytes as usize),
-            sb,
-            delta: RwLock::new(Delta::default()),
+            shared: Arc::new(Shared { path: path.to_path_buf(), vol, cache: PageCache::new(opts.cache_bytes as usize) }),
+            delta: RwLock::new(Delta::new(&base, base.sb.directed && base.sb.inn.is_none())),
+            base: RwLock::new(Arc::new(base)),
             writer: None,
         };
-        s.out = s.load_gtt(&s.sb.out)?;
-        if let Some(d) = s.sb.inn {
-            s.inn = Some(s.load_gtt(&d)?);
-        }
-        s.recover(opts.writable)?;
+        s.recover(opts)?;
         Ok(s)
     }
 
-    fn load_gtt(&self, d: &DirMeta) -> Result<Gtt> {
+    /// A read-only view of the graph as it is now: later updates and merges
+    /// do not change what it reads, and the pages it reads are not reused
+    /// while it lives. Costs a copy of the pending updates.
+    pub fn snapshot(&self) -> Store {
+        Store {
+            shared: self.shared.clone(),
+            base: RwLock::new(self.base()),
+            delta: RwLock::new(self.delta.read().unwrap().clone()),
+            writer: None,
+        }
+    }
+
+    /// The current base (see `Base`).
+    pub(crate) fn base(&self) -> Arc<Base> {
+        self.base.read().unwrap().clone()
+    }
+
+    pub(crate) fn set_base(&self, b: Arc<Base>) {
+        *self.base.write().unwrap() = b;
+    }
+}
+
+/// Reads the translation tables and tables a superblock names.
+pub(crate) fn load_base(vol: &Volume, sb: Superblock) -> Result<Base> {
+    let out = load_gtt(vol, &sb.out)?;
+    let inn = match sb.inn {
+        Some(d) => Some(load_gtt(vol, &d)?),
+        None => None,
+    };
+    let words = load_table(vol, &sb.tensor_map)?;
+    let mut tensor_map = HashMap::with_capacity(words.len() / 2);
+    for pair in words.chunks_exact(2) {
+        let (ti, k) = ((pair[0] >> 48) as usize, pair[0] & ((1 << 48) - 1));
+        if ti >= sb.tensors.len() || pair[1] >= sb.total_pages {
+            return Err(StoreError::Corrupt { page: sb.tensor_map.start, reason: format!("tensor map entry ({ti}, {k}) -> {} out of range", pair[1]) });
+        }
+        tensor_map.insert((ti as u32, k), pair[1]);
+    }
+    let tombstones = load_table(vol, &sb.tombstones)?;
+    Ok(Base { sb, out, inn, tensor_map, tombstones })
+}
+
+fn load_table(vol: &Volume, t: &crate::superblock::Table) -> Result<Vec<u64>> {
+    let mut words = Vec::with_capacity(t.words as usize);
+    let pages: Vec<u64> = (t.start..t.start + t.pages).collect();
+    for (c, chunk) in pages.chunks(1024).enumerate() {
+        let got = vol.read(chunk)?;
+        for (i, &p) in chunk.iter().enumerate() {
+            page::decode_table(p, got.page(i), (c * 1024 + i) as u64, &mut words)?;
+        }
+    }
+    if words.len() as u64 != t.words {
+        return Err(StoreError::Corrupt { page: t.start, reason: format!("table holds {} words, superblock says {}", words.len(), t.words) });
+    }
+    Ok(words)
+}
+
+fn load_gtt(vol: &Volume, d: &DirMeta) -> Result<Gtt> {
         let mut g = Gtt::default();
         let pages: Vec<u64> = (d.gtt_start..d.gtt_start + d.gtt_pages).collect();
         for chunk in pages.chunks(1024) {
-            let got = self.vol.read(chunk)?;
+            let got = vol.read(chunk)?;
             for (i, &p) in chunk.iter().enumerate() {
                 let h = page::open_kind(p, got.page(i), Kind::Gtt)?;
                 g.decode_page(p, got.page(i), &h)?;
@@ -206,7 +315,7 @@ impl Store {
         }
         let bitmap: Vec<u64> = (d.gtt_start + d.gtt_pages..d.gtt_start + d.gtt_pages + d.bitmap_pages).collect();
         for chunk in bitmap.chunks(1024) {
-            let got = self.vol.read(chunk)?;
+            let got = vol.read(chunk)?;
             for (i, &p) in chunk.iter().enumerate() {
                 let h = page::open_kind(p, got.page(i), Kind::Presence)?;
                 g.decode_bitmap_page(p, got.page(i), &h)?;
@@ -216,58 +325,60 @@ impl Store {
             return Err(StoreError::Corrupt { page: d.gtt_start, reason: format!("GTT has {} entries, superblock says {}", g.len(), d.gtt_entries) });
         }
         Ok(g)
-    }
+}
 
+impl Store {
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.shared.path
     }
-    pub fn superblock(&self) -> &Superblock {
-        &self.sb
+    /// The superblock of the pages (updates since the last merge are not in
+    /// it; see `num_nodes`, `num_edges`).
+    pub fn superblock(&self) -> Superblock {
+        self.base().sb.clone()
     }
     /// Vertices, including those added since the pages were written.
     pub fn num_nodes(&self) -> u64 {
-        self.sb.num_nodes + self.delta.read().unwrap().added_nodes
+        let d = self.delta.read().unwrap();
+        d.base_nodes + d.added_nodes
     }
     /// Stored edges, counting updates since the pages were written.
     pub fn num_edges(&self) -> u64 {
-        self.sb.num_edges.saturating_add_signed(self.delta.read().unwrap().edges_added)
+        let d = self.delta.read().unwrap();
+        d.base_edges.saturating_add_signed(d.edges_added)
     }
     pub fn directed(&self) -> bool {
-        self.sb.directed
+        self.base().sb.directed
     }
     pub fn has_weights(&self) -> bool {
-        self.sb.fmt.weights
+        self.base().sb.fmt.weights
     }
     pub fn has_labels(&self) -> bool {
-        self.sb.fmt.labels
+        self.base().sb.fmt.labels
     }
     pub fn page_size(&self) -> usize {
-        self.sb.page_size as usize
+        self.shared.vol.page_size()
     }
-    pub fn tensors(&self) -> &[TensorMeta] {
-        &self.sb.tensors
+    pub fn tensors(&self) -> Vec<TensorMeta> {
+        self.base().sb.tensors.clone()
     }
     pub fn volume(&self) -> &Volume {
-        &self.vol
+        &self.shared.vol
     }
     /// Bytes of the store on disk.
     pub fn size_bytes(&self) -> u64 {
-        self.sb.total_pages * self.sb.page_size as u64
+        self.base().sb.total_pages * self.page_size() as u64
     }
 
-    pub fn gtt(&self, dir: Direction) -> Result<&Gtt> {
-        match dir {
-            Direction::Out => Ok(&self.out),
-            // An undirected store keeps each edge both ways in one table.
-            Direction::In if !self.sb.directed => Ok(&self.out),
-            Direction::In => self.inn.as_ref().ok_or(StoreError::NoDirection("in")),
-        }
+    pub fn gtt(&self, dir: Direction) -> Result<GttRef> {
+        let base = self.base();
+        base.gtt(dir)?;
+        Ok(GttRef { base, dir })
     }
 
     /// Adjacency pages holding `v`'s list (0: no list), from the GTT alone:
     /// lets callers cut a batch into reads of bounded size.
     pub fn list_pages(&self, v: u64, dir: Direction) -> Result<usize> {
-        Ok(match self.gtt(dir)?.locate(v) {
+        Ok(match self.base().gtt(dir)?.locate(v) {
             Loc::Nowhere => 0,
             Loc::Packed(_) => 1,
             Loc::Extent { len, .. } => len,
@@ -275,24 +386,28 @@ impl Store {
     }
 
     pub fn stats(&self) -> StoreStats {
-        StoreStats { cache: self.cache.stats(), members: self.vol.stats() }
+        StoreStats { cache: self.shared.cache.stats(), members: self.shared.vol.stats() }
     }
 
     pub fn reset_stats(&self) {
-        self.cache.reset_stats();
-        self.vol.reset_stats();
+        self.shared.cache.reset_stats();
+        self.shared.vol.reset_stats();
     }
 
     /// Empties the page cache (for cold measurements).
     pub fn clear_cache(&self) {
-        self.cache.clear();
+        self.shared.cache.clear();
+    }
+
+    pub(crate) fn cache(&self) -> &PageCache {
+        &self.shared.cache
     }
 
     /// Fetches pages through the cache; misses are read in one batch and
     /// their checksums verified.
     pub fn fetch(&self, pages: &[u64]) -> Result<Vec<PageRef>> {
-        self.cache.get_many(pages, |missing| {
-            let got = self.vol.read(missing)?;
+        self.shared.cache.get_many(pages, |missing| {
+            let got = self.shared.vol.read(missing)?;
             let mut out = Vec::with_capacity(missing.len());
             for (i, &p) in missing.iter().enumerate() {
                 page::open(p, got.page(i))?;
@@ -329,8 +444,9 @@ impl Store {
 
     /// Calls `f(i, block, degree, first edge id)` for every block of id i's
     /// list, in order. `pages` come from `plan`, fetched in the same order.
-    pub(crate) fn walk_lists(&self, gtt: &Gtt, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], mut f: impl FnMut(usize, &[u8], usize, u64)) -> Result<()> {
-        let fmt = self.sb.fmt;
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn walk_lists(&self, base: &Base, gtt: &Gtt, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], mut f: impl FnMut(usize, &[u8], usize, u64)) -> Result<()> {
+        let fmt = base.sb.fmt;
         let eb = fmt.edge_bytes();
         let mut k = 0;
         for (i, (&v, loc)) in ids.iter().zip(locs).enumerate() {
@@ -340,6 +456,7 @@ impl Store {
                     let (pg, pno) = (&fetched[k], pages[k]);
                     k += 1;
                     let h = page::open_kind_trusted(pno, pg, Kind::Packed)?;
+                    base.check_epoch(pno, h.epoch)?;
                     if let Some((s, e)) = find_in_packed(pg, &h, v) {
                         let dir_start = pg.len() - h.count as usize * crate::adjacency::DIR_ENTRY;
                         if s < HEADER || s > e || e > dir_start || (e - s) % eb != 0 {
@@ -354,6 +471,7 @@ impl Store {
                         let (pg, pno) = (&fetched[k], pages[k]);
                         k += 1;
                         let h = page::open_kind_trusted(pno, pg, Kind::Extent)?;
+                        base.check_epoch(pno, h.epoch)?;
                         let d = h.count as usize;
                         if h.key != v || h.aux as usize != j || d > per || (j + 1 < len && d != per) {
                             return Err(StoreError::Corrupt { page: pno, reason: format!("extent page {j} of vertex {v} is inconsistent") });
@@ -367,28 +485,37 @@ impl Store {
     }
 
     pub fn neighbors(&self, ids: &[u64], dir: Direction, weights: bool, labels: bool) -> Result<Csr> {
+        self.neighbors_with(ids, dir, weights, labels, true)
+    }
+
+    /// Like `neighbors`, choosing whether pages go through the cache (whole
+    /// graph scans bypass it: large merged reads, no cache pollution).
+    pub fn neighbors_with(&self, ids: &[u64], dir: Direction, weights: bool, labels: bool, cached: bool) -> Result<Csr> {
         self.check_ids(ids)?;
-        self.check_columns(weights, labels)?;
-        let gtt = self.gtt(dir)?;
-        let (locs, pages) = self.plan(gtt, ids);
-        let fetched = self.fetch(&pages)?;
-        self.decode_csr(gtt, dir, ids, &locs, &pages, &fetched, weights, labels)
+        loop {
+            let base = self.base();
+            check_columns(&base.sb, weights, labels)?;
+            let gtt = base.gtt(dir)?;
+            let (locs, pages) = self.plan(gtt, ids);
+            let fetched = if cached { self.fetch(&pages)? } else { self.fetch_direct(&pages)? };
+            let csr = self.decode_csr(&base, gtt, ids, &locs, &pages, &fetched, weights, labels)?;
+            let out_dir = dir == Direction::Out || !base.sb.directed;
+            let d = self.delta.read().unwrap();
+            // A merge swapped the base during the read: read again.
+            if d.epoch == base.sb.epoch {
+                return Ok(d.patch(ids, csr, out_dir));
+            }
+        }
     }
 
     pub(crate) fn check_columns(&self, weights: bool, labels: bool) -> Result<()> {
-        if weights && !self.sb.fmt.weights {
-            return Err(StoreError::Invalid("this store has no edge weights (import with weights)".into()));
-        }
-        if labels && !self.sb.fmt.labels {
-            return Err(StoreError::Invalid("this store has no edge labels (import with labels)".into()));
-        }
-        Ok(())
+        check_columns(&self.base().sb, weights, labels)
     }
 
-    /// Builds the CSR of `ids` from their planned, fetched pages.
+    /// Builds the base CSR of `ids` from their planned, fetched pages.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn decode_csr(&self, gtt: &Gtt, dir: Direction, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], weights: bool, labels: bool) -> Result<Csr> {
-        let fmt: EdgeFormat = self.sb.fmt;
+    pub(crate) fn decode_csr(&self, base: &Base, gtt: &Gtt, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], weights: bool, labels: bool) -> Result<Csr> {
+        let fmt: EdgeFormat = base.sb.fmt;
         let mut csr = Csr {
             indptr: vec![0; ids.len() + 1],
             indices: Vec::new(),
@@ -396,7 +523,7 @@ impl Store {
             weights: weights.then(Vec::new),
             labels: labels.then(Vec::new),
         };
-        self.walk_lists(gtt, ids, locs, pages, fetched, |i, block, d, e| {
+        self.walk_lists(base, gtt, ids, locs, pages, fetched, |i, block, d, e| {
             if csr.indptr[i + 1] == 0 {
                 csr.first_edge[i] = e;
             }
@@ -406,22 +533,31 @@ impl Store {
         for i in 0..ids.len() {
             csr.indptr[i + 1] += csr.indptr[i];
         }
-        let out_dir = dir == Direction::Out || !self.sb.directed;
-        Ok(self.delta.read().unwrap().patch(ids, csr, out_dir))
+        Ok(csr)
     }
 
     pub fn degree(&self, ids: &[u64], dir: Direction) -> Result<Vec<u64>> {
         self.check_ids(ids)?;
-        if !self.delta.read().unwrap().is_empty() {
-            let csr = self.neighbors(ids, dir, false, false)?;
-            return Ok(csr.indptr.windows(2).map(|w| w[1] - w[0]).collect());
+        loop {
+            let base = self.base();
+            {
+                let d = self.delta.read().unwrap();
+                if d.epoch == base.sb.epoch && !d.is_empty() {
+                    drop(d);
+                    let csr = self.neighbors(ids, dir, false, false)?;
+                    return Ok(csr.indptr.windows(2).map(|w| w[1] - w[0]).collect());
+                }
+            }
+            let gtt = base.gtt(dir)?;
+            let (locs, pages) = self.plan(gtt, ids);
+            let fetched = self.fetch(&pages)?;
+            let mut deg = vec![0u64; ids.len()];
+            self.walk_lists(&base, gtt, ids, &locs, &pages, &fetched, |i, _, d, _| deg[i] += d as u64)?;
+            let d = self.delta.read().unwrap();
+            if d.epoch == base.sb.epoch && d.is_empty() {
+                return Ok(deg);
+            }
         }
-        let gtt = self.gtt(dir)?;
-        let (locs, pages) = self.plan(gtt, ids);
-        let fetched = self.fetch(&pages)?;
-        let mut deg = vec![0u64; ids.len()];
-        self.walk_lists(gtt, ids, &locs, &pages, &fetched, |i, _, d, _| deg[i] += d as u64)?;
-        Ok(deg)
     }
 
     /// Weight of edge src[i] -> dst[i], NaN where there is no such edge.
@@ -429,45 +565,23 @@ impl Store {
         if src.len() != dst.len() {
             return Err(StoreError::Invalid(format!("{} sources but {} destinations", src.len(), dst.len())));
         }
-        if !self.sb.fmt.weights {
-            return Err(StoreError::Invalid("this store has no edge weights (import with weights)".into()));
-        }
+        self.check_columns(true, false)?;
         self.check_ids(src)?;
         self.check_ids(dst)?;
-        if !self.delta.read().unwrap().is_empty() {
-            let csr = self.neighbors(src, Direction::Out, true, false)?;
-            let w = csr.weights.as_ref().expect("asked for weights");
-            return Ok((0..src.len())
-                .map(|i| {
-                    let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
-                    csr.indices[a..b].binary_search(&dst[i]).map_or(f32::NAN, |k| w[a + k])
-                })
-                .collect());
-        }
-        let (locs, pages) = self.plan(&self.out, src);
-        let fetched = self.fetch(&pages)?;
-        let fmt = self.sb.fmt;
-        let mut out = vec![f32::NAN; src.len()];
-        self.walk_lists(&self.out, src, &locs, &pages, &fetched, |i, block, d, _| {
-            // Lists are sorted by neighbor id: binary search the block.
-            let want = dst[i];
-            let (mut lo, mut hi) = (0, d);
-            while lo < hi {
-                let mid = (lo + hi) / 2;
-                if fmt.id_at(block, mid) < want { lo = mid + 1 } else { hi = mid }
-            }
-            if lo < d && fmt.id_at(block, lo) == want {
-                out[i] = fmt.weight_at(block, d, lo);
-            }
-        })?;
-        Ok(out)
+        // Lists come back sorted by neighbor id: binary search each one.
+        let csr = self.neighbors(src, Direction::Out, true, false)?;
+        let w = csr.weights.as_ref().expect("asked for weights");
+        Ok((0..src.len())
+            .map(|i| {
+                let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
+                csr.indices[a..b].binary_search(&dst[i]).map_or(f32::NAN, |k| w[a + k])
+            })
+            .collect())
     }
 
-    pub fn tensor_meta(&self, name: &str) -> Result<&TensorMeta> {
-        self.sb.tensors.iter().find(|t| t.name == name).ok_or_else(|| StoreError::NoSuchTensor {
-            name: name.to_string(),
-            have: if self.sb.tensors.is_empty() { "none".into() } else { self.sb.tensors.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ") },
-        })
+    pub fn tensor_meta(&self, name: &str) -> Result<TensorMeta> {
+        let base = self.base();
+        tensor_index(&base.sb, name).map(|i| base.sb.tensors[i].clone())
     }
 
     /// Gathers rows `ids` of tensor `name`: each page read once for the batch.
@@ -476,22 +590,51 @@ impl Store {
     /// pages (not one page per row of the whole batch) while each part is
     /// still one sorted, merged volume batch.
     pub fn tensor(&self, name: &str, ids: &[u64]) -> Result<Rows> {
-        const TENSOR_PART_PAGES: u64 = 16 * 1024;
-        let t = self.tensor_meta(name)?.clone();
         self.check_ids(ids)?;
+        loop {
+            let base = self.base();
+            let ti = tensor_index(&base.sb, name)?;
+            let t = &base.sb.tensors[ti];
+            let mut data = vec![0u8; ids.len() * t.row_bytes() as usize];
+            self.tensor_pages_into(&base, ti, ids, &mut data)?;
+            let delta = self.delta.read().unwrap();
+            if delta.epoch != base.sb.epoch {
+                continue;
+            }
+            let rb = t.row_bytes() as usize;
+            if delta.rows.contains_key(name) {
+                for (i, &r) in ids.iter().enumerate() {
+                    if let Some(row) = delta.row(name, r) {
+                        data[i * rb..(i + 1) * rb].copy_from_slice(row);
+                    }
+                }
+            }
+            return Ok(Rows { dtype: t.dtype, dim: t.dim, data });
+        }
+    }
+
+    /// Copies the rows `ids` of tensor `ti` held in pages into `data`
+    /// (row-major); rows without a page yet are left as they are.
+    pub(crate) fn tensor_pages_into(&self, base: &Base, ti: usize, ids: &[u64], data: &mut [u8]) -> Result<()> {
+        const TENSOR_PART_PAGES: u64 = 16 * 1024;
+        let t = &base.sb.tensors[ti];
         let ps = self.page_size();
         let rb = t.row_bytes();
         let pl = tensor::payload(ps) as u64;
-        let mut data = vec![0u8; ids.len() * rb as usize];
-        // Rows of vertices added since the import have no page yet.
         let mut order: Vec<usize> = (0..ids.len()).filter(|&i| ids[i] < t.rows).collect();
         order.sort_unstable_by_key(|&i| ids[i]);
         let part = (TENSOR_PART_PAGES / (rb.div_ceil(pl) + 1)).max(1) as usize;
         let mut pages = Vec::new();
+        let mut index = Vec::new();
         for rows in order.chunks(part) {
             pages.clear();
+            index.clear();
             for &i in rows {
-                pages.extend(tensor::row_pages(ids[i], rb, ps).map(|p| t.start_page + p));
+                for k in tensor::row_pages(ids[i], rb, ps) {
+                    let p = base.tensor_page(ti, k).ok_or_else(|| StoreError::Corrupt { page: t.start_page, reason: format!("tensor {:?} has no page {k}", t.name) })?;
+                    pages.push(p);
+                    index.push(k);
+                }
             }
             let fetched = self.fetch(&pages)?;
             let mut k = 0;
@@ -502,7 +645,8 @@ impl Store {
                 while off < end {
                     let (pg, pno) = (&fetched[k], pages[k]);
                     let h = page::open_kind_trusted(pno, pg, Kind::Tensor)?;
-                    if h.aux as u64 != pno - t.start_page {
+                    base.check_epoch(pno, h.epoch)?;
+                    if h.aux as u64 != index[k] & u32::MAX as u64 || h.key != ti as u64 {
                         return Err(StoreError::Corrupt { page: pno, reason: "tensor page out of place".into() });
                     }
                     let in_page = (off % pl) as usize;
@@ -514,14 +658,23 @@ impl Store {
                 }
             }
         }
-        let delta = self.delta.read().unwrap();
-        if delta.rows.contains_key(name) {
-            for (i, &r) in ids.iter().enumerate() {
-                if let Some(row) = delta.row(name, r) {
-                    data[i * rb as usize..(i + 1) * rb as usize].copy_from_slice(row);
-                }
-            }
-        }
-        Ok(Rows { dtype: t.dtype, dim: t.dim, data })
+        Ok(())
     }
+}
+
+pub(crate) fn check_columns(sb: &Superblock, weights: bool, labels: bool) -> Result<()> {
+    if weights && !sb.fmt.weights {
+        return Err(StoreError::Invalid("this store has no edge weights (import with weights)".into()));
+    }
+    if labels && !sb.fmt.labels {
+        return Err(StoreError::Invalid("this store has no edge labels (import with labels)".into()));
+    }
+    Ok(())
+}
+
+pub(crate) fn tensor_index(sb: &Superblock, name: &str) -> Result<usize> {
+    sb.tensors.iter().position(|t| t.name == name).ok_or_else(|| StoreError::NoSuchTensor {
+        name: name.to_string(),
+        have: if sb.tensors.is_empty() { "none".into() } else { sb.tensors.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ") },
+    })
 }

@@ -8,8 +8,11 @@
 //! flags u32 (1 directed, 2 in-edges, 4 weights, 8 labels) | id_bytes u32 | 0 u32
 //! num_nodes u64 | num_edges u64 | total_pages u64 | checkpoint_lsn u64
 //! out: DirMeta | in: DirMeta            (6 x u64 each)
+//! tensor map: Table | tombstones: Table (3 x u64 each; version 2)
 //! tensors u32 | tensors x TensorMeta    (64-byte name, dtype u8 + 7 pad, 5 x u64)
 //! ```
+//!
+//! Version 1 stores (no merge yet) lack the two tables and read as empty.
 
 use std::path::Path;
 
@@ -19,7 +22,7 @@ use crate::page::{HEADER, Header, Kind, open_kind, seal, u32_at, u64_at};
 use crate::tensor::DType;
 
 pub const MAGIC: &[u8; 8] = b"SOLIDGRF";
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 pub const MAX_TENSORS: usize = 32;
 pub const MAX_TENSOR_NAME: usize = 63;
 const TENSOR_ENTRY: usize = 64 + 8 + 40;
@@ -36,13 +39,26 @@ pub struct DirMeta {
     pub bitmap_pages: u64,
 }
 
+/// A region of Table pages (see `page::encode_table`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Table {
+    pub start: u64,
+    pub pages: u64,
+    /// Words in the table.
+    pub words: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TensorMeta {
     pub name: String,
     pub dtype: DType,
     /// Elements per row (1 for a vector).
     pub dim: u64,
+    /// Rows in pages (vertices added later get rows at the next merge).
     pub rows: u64,
+    /// The region written at import: page k of the tensor is
+    /// `start_page + k` unless the tensor map moved it (merges copy
+    /// changed pages on write, and pages past `pages` live only there).
     pub start_page: u64,
     pub pages: u64,
 }
@@ -69,6 +85,11 @@ pub struct Superblock {
     pub checkpoint_lsn: u64,
     pub out: DirMeta,
     pub inn: Option<DirMeta>,
+    /// Tensor pages moved by merges: pairs `(tensor << 48 | page index,
+    /// page number)`, sorted.
+    pub tensor_map: Table,
+    /// Deleted vertex ids, sorted (ids are never reused).
+    pub tombstones: Table,
     pub tensors: Vec<TensorMeta>,
 }
 
@@ -107,6 +128,11 @@ impl Superblock {
         }
         put_dir(&mut b, &self.out);
         put_dir(&mut b, &self.inn.unwrap_or_default());
+        for t in [self.tensor_map, self.tombstones] {
+            for x in [t.start, t.pages, t.words] {
+                b.extend_from_slice(&x.to_le_bytes());
+            }
+        }
         b.extend_from_slice(&(self.tensors.len() as u32).to_le_bytes());
         for t in &self.tensors {
             let mut name = [0u8; 64];
@@ -126,7 +152,7 @@ impl Superblock {
 
     /// Bytes a superblock with `tensors` tensors needs; must fit a page.
     pub fn body_bytes(tensors: usize) -> usize {
-        HEADER + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 32 + 96 + 4 + tensors * TENSOR_ENTRY
+        HEADER + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 32 + 96 + 48 + 4 + tensors * TENSOR_ENTRY
     }
 
     /// Decodes copy `which`; `path` names the store in errors.
@@ -155,6 +181,11 @@ impl Superblock {
         let out = get_dir(b, at);
         let inn = get_dir(b, at + 48);
         at += 96;
+        let table = |at: usize| Table { start: u64_at(b, at), pages: u64_at(b, at + 8), words: u64_at(b, at + 16) };
+        let (tensor_map, tombstones) = if version >= 2 { (table(at), table(at + 24)) } else { (Table::default(), Table::default()) };
+        if version >= 2 {
+            at += 48;
+        }
         let nt = u32_at(b, at) as usize;
         at += 4;
         let corrupt = |reason: String| StoreError::Corrupt { page: which, reason };
@@ -189,6 +220,8 @@ impl Superblock {
             checkpoint_lsn,
             out,
             inn: (flags & 2 != 0).then_some(inn),
+            tensor_map,
+            tombstones,
             tensors,
         })
     }

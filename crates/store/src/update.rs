@@ -14,13 +14,17 @@ use std::sync::Mutex;
 
 use crate::delta::{Op, Shape};
 use crate::error::{Result, StoreError, file_err};
-use crate::store::{Direction, Store};
+use crate::space::Space;
+use crate::store::{Direction, OpenOptions, Store};
 use crate::wal::{self, Wal};
 
 pub(crate) struct Writer {
-    wal: Wal,
-    /// Validation and append of one batch at a time.
-    serial: Mutex<()>,
+    pub wal: Wal,
+    /// Validation and append of one batch (or one merge) at a time.
+    pub serial: Mutex<()>,
+    pub space: Mutex<Space>,
+    /// Pending-update bytes that trigger a merge (0: never by itself).
+    delta_budget: u64,
     /// Held for the life of the store: one writer process.
     _lock: File,
 }
@@ -45,22 +49,25 @@ fn record(edges_added: i64, op: &Op) -> Vec<u8> {
 
 impl Store {
     fn shape(&self) -> Shape {
-        let sb = self.superblock();
-        Shape { undirected: !sb.directed, has_in: sb.directed && sb.inn.is_some(), base_nodes: sb.num_nodes }
+        let base = self.base();
+        Shape { undirected: !base.sb.directed, has_in: base.sb.directed && base.sb.inn.is_some() }
     }
 
-    /// Replays the log into the delta; a writable open also takes the writer
-    /// lock and keeps the log open for appends.
-    pub(crate) fn recover(&mut self, writable: bool) -> Result<()> {
+    /// Replays the log past the checkpoint into the delta; a writable open
+    /// also takes the writer lock and keeps the log open for appends.
+    pub(crate) fn recover(&mut self, opts: &OpenOptions) -> Result<()> {
         let wal_path = self.path().join("wal.log");
-        let records = if writable {
+        let base = self.base();
+        let checkpoint = base.sb.checkpoint_lsn;
+        let records = if opts.writable {
             let lock = lock(&self.path().join("writer.lock"))?;
-            let (wal, records) = Wal::open(&wal_path)?;
-            self.writer = Some(Writer { wal, serial: Mutex::new(()), _lock: lock });
+            let (wal, records) = Wal::open(&wal_path, checkpoint)?;
+            let space = Mutex::new(Space::new(&base));
+            self.writer = Some(Writer { wal, serial: Mutex::new(()), space, delta_budget: opts.delta_budget, _lock: lock });
             records
         } else if wal_path.exists() {
             let bytes = std::fs::read(&wal_path).map_err(file_err(&wal_path))?;
-            wal::recover(&bytes, &wal_path)?.records
+            wal::recover(&bytes, &wal_path)?.records.into_iter().filter(|r| r.0 > checkpoint).collect()
         } else {
             Vec::new()
         };
@@ -79,18 +86,26 @@ impl Store {
         Ok(())
     }
 
-    fn writer(&self) -> Result<&Writer> {
+    pub(crate) fn writer(&self) -> Result<&Writer> {
         self.writer.as_ref().ok_or(StoreError::ReadOnly)
     }
 
+    /// Logs and applies a validated batch. Over the delta budget, the
+    /// batch that crossed it merges (with the batch lock held, so writers
+    /// wait and readers do not).
     fn commit(&self, w: &Writer, op: Op, edges_added: i64, durable: bool) -> Result<u64> {
         let lsn = w.wal.append(&record(edges_added, &op))?;
-        {
+        let shape = self.shape();
+        let bytes = {
             let mut d = self.delta.write().unwrap();
-            d.apply(&op, self.shape());
+            d.apply(&op, shape);
             d.edges_added += edges_added;
-        }
-        if durable {
+            d.bytes
+        };
+        if w.delta_budget > 0 && bytes as u64 > w.delta_budget {
+            // A merge makes everything appended durable first.
+            self.merge_locked(w)?;
+        } else if durable {
             w.wal.sync_to(lsn)?;
         }
         Ok(lsn)

@@ -13,14 +13,18 @@ pub struct VerifyReport {
     pub pages: u64,
     pub edges: u64,
     pub tensor_pages: u64,
+    /// Pages no region names (freed by merges, reused by later ones).
+    pub free_pages: u64,
 }
 
-const BATCH: u64 = 1024;
+const BATCH: usize = 1024;
 
 impl Store {
     /// Checks the whole store; `progress(done, total)` after each batch.
+    /// Pages no region names (freed by merges) are counted, not read.
     pub fn verify(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<VerifyReport> {
-        let sb = self.superblock().clone();
+        let base = self.base();
+        let sb = &base.sb;
         let total = sb.total_pages;
         let mut rep = VerifyReport::default();
         let corrupt = |page: u64, reason: String| StoreError::Corrupt { page, reason };
@@ -31,56 +35,67 @@ impl Store {
         }
         rep.pages += 2;
         for (ti, t) in sb.tensors.iter().enumerate() {
-            self.scan(t.start_page, t.pages, |no, pg| {
+            let in_rows = (t.rows * t.row_bytes()).div_ceil(crate::tensor::payload(self.page_size()) as u64);
+            let pages: Vec<u64> = (0..t.pages.max(in_rows))
+                .map(|k| base.tensor_page(ti, k).ok_or_else(|| corrupt(t.start_page, format!("tensor {:?} has no page {k}", t.name))))
+                .collect::<Result<_>>()?;
+            self.scan(&pages, |k, no, pg| {
                 let h = page::open_kind(no, pg, Kind::Tensor)?;
-                if h.key != ti as u64 || h.aux as u64 != no - t.start_page {
+                if h.key != ti as u64 || h.aux as u64 != k as u64 & u32::MAX as u64 {
                     return Err(corrupt(no, format!("tensor page of {:?} out of place", t.name)));
                 }
                 Ok(())
             })?;
-            rep.tensor_pages += t.pages;
-            rep.pages += t.pages;
+            rep.tensor_pages += pages.len() as u64;
+            rep.pages += pages.len() as u64;
             progress(rep.pages, total);
         }
         let dirs = [Some((Direction::Out, sb.out)), sb.inn.map(|d| (Direction::In, d))];
         for (dir, meta) in dirs.into_iter().flatten() {
-            let gtt = self.gtt(dir)?;
-            let edges = self.verify_adjacency(gtt, meta.adj_start, meta.adj_pages, &sb)?;
+            let gtt = base.gtt(dir)?;
+            let edges = self.verify_adjacency(gtt, sb)?;
             if dir == Direction::Out {
                 rep.edges = edges;
                 if edges != sb.num_edges {
-                    return Err(corrupt(meta.adj_start, format!("out-edge pages hold {edges} edges, superblock says {}", sb.num_edges)));
+                    return Err(corrupt(meta.gtt_start, format!("out-edge pages hold {edges} edges, superblock says {}", sb.num_edges)));
                 }
             }
-            self.scan(meta.gtt_start, meta.gtt_pages, |no, pg| page::open_kind(no, pg, Kind::Gtt).map(|_| ()))?;
-            self.scan(meta.gtt_start + meta.gtt_pages, meta.bitmap_pages, |no, pg| page::open_kind(no, pg, Kind::Presence).map(|_| ()))?;
-            rep.pages += meta.adj_pages + meta.gtt_pages + meta.bitmap_pages;
+            let run: Vec<u64> = (meta.gtt_start..meta.gtt_start + meta.gtt_pages).collect();
+            self.scan(&run, |_, no, pg| page::open_kind(no, pg, Kind::Gtt).map(|_| ()))?;
+            let run: Vec<u64> = (meta.gtt_start + meta.gtt_pages..meta.gtt_start + meta.gtt_pages + meta.bitmap_pages).collect();
+            self.scan(&run, |_, no, pg| page::open_kind(no, pg, Kind::Presence).map(|_| ()))?;
+            rep.pages += gtt.len() as u64 + meta.gtt_pages + meta.bitmap_pages;
             progress(rep.pages, total);
         }
-        if rep.pages != total {
-            return Err(corrupt(rep.pages, format!("regions cover {} pages, superblock says {total}", rep.pages)));
+        // The tables were read and checked when the store opened.
+        rep.pages += sb.tensor_map.pages + sb.tombstones.pages;
+        let mut named = crate::space::pages_in_use(&base);
+        named.sort_unstable();
+        if let Some(w) = named.windows(2).find(|w| w[0] == w[1]) {
+            return Err(corrupt(w[0], "named by two regions".into()));
         }
+        if let Some(&p) = named.last().filter(|&&p| p >= total) {
+            return Err(corrupt(p, format!("named by a region but past the store's {total} pages")));
+        }
+        if named.len() as u64 != rep.pages {
+            return Err(corrupt(0, format!("regions name {} pages, {} were checked", named.len(), rep.pages)));
+        }
+        rep.free_pages = total - rep.pages;
         Ok(rep)
     }
 
-    /// Reads pages [first, first + n) in large batches.
-    fn scan(&self, first: u64, n: u64, mut f: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<()> {
-        let mut p = first;
-        let mut ids = Vec::with_capacity(BATCH as usize);
-        while p < first + n {
-            let k = BATCH.min(first + n - p);
-            ids.clear();
-            ids.extend(p..p + k);
-            let got = self.volume().read(&ids)?;
-            for (i, &no) in ids.iter().enumerate() {
-                f(no, got.page(i))?;
+    /// Reads `pages` in large batches; `f(index, page number, bytes)`.
+    fn scan(&self, pages: &[u64], mut f: impl FnMut(usize, u64, &[u8]) -> Result<()>) -> Result<()> {
+        for (c, chunk) in pages.chunks(BATCH).enumerate() {
+            let got = self.volume().read(chunk)?;
+            for (i, &no) in chunk.iter().enumerate() {
+                f(c * BATCH + i, no, got.page(i))?;
             }
-            p += k;
         }
         Ok(())
     }
 
-    fn verify_adjacency(&self, gtt: &Gtt, start: u64, pages: u64, sb: &Superblock) -> Result<u64> {
+    fn verify_adjacency(&self, gtt: &Gtt, sb: &Superblock) -> Result<u64> {
         let fmt = sb.fmt;
         let eb = fmt.edge_bytes();
         let ps = sb.page_size as usize;
@@ -90,11 +105,12 @@ impl Store {
         let mut last_vertex: Option<u64> = None;
         let mut listed = 0u64;
         let mut ids = Vec::new();
-        self.scan(start, pages, |no, pg| {
+        let pages: Vec<u64> = (0..gtt.len()).map(|i| gtt.page(i)).collect();
+        self.scan(&pages, |_, no, pg| {
             let corrupt = |reason: String| StoreError::Corrupt { page: no, reason };
             let h = page::open(no, pg)?;
-            if i >= gtt.len() || gtt.page(i) != no {
-                return Err(corrupt("adjacency page is not where the translation table says".into()));
+            if h.epoch > sb.epoch {
+                return Err(corrupt(format!("written at epoch {}, after the superblock's {}", h.epoch, sb.epoch)));
             }
             if gtt.first_vertex(i) != h.key || gtt.is_extent(i) != (h.kind == Kind::Extent) {
                 return Err(corrupt(format!("translation table says vertex {}, page says {}", gtt.first_vertex(i), h.key)));
@@ -162,11 +178,8 @@ impl Store {
             i += 1;
             Ok(())
         })?;
-        if i != gtt.len() {
-            return Err(StoreError::Corrupt { page: start + pages, reason: format!("translation table has {} entries, region {i} pages", gtt.len()) });
-        }
         if let Some(marked) = gtt.present_count().filter(|&m| m != listed) {
-            return Err(StoreError::Corrupt { page: start + pages, reason: format!("presence bitmap marks {marked} vertices, {listed} have lists") });
+            return Err(StoreError::Corrupt { page: sb.out.gtt_start, reason: format!("presence bitmap marks {marked} vertices, {listed} have lists") });
         }
         Ok(edges)
     }

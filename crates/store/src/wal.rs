@@ -8,6 +8,11 @@
 //! for durability; the first waiter fdatasyncs for everyone appended so far,
 //! the others find their LSN already durable.
 //!
+//! A merge checkpoints the log: once the superblock naming the merged pages
+//! (and the checkpoint LSN) is durable, the log is cut to empty and reused;
+//! LSNs go on from the checkpoint. Replay skips records at or below the
+//! checkpoint, so a crash between the two steps loses nothing.
+//!
 //! Recovery reads records in order. The log ends at the first record that is
 //! incomplete or all zeros (a torn append); a record that fails its checksum
 //! with nothing valid after it is also a torn tail. A bad record followed by
@@ -123,8 +128,9 @@ pub struct Wal {
 }
 
 impl Wal {
-    /// Opens (or creates) the log, returns it with the records to replay.
-    pub fn open(path: &Path) -> Result<(Wal, Vec<(u64, Vec<u8>)>)> {
+    /// Opens (or creates) the log, returns it with the records after
+    /// `checkpoint` to replay.
+    pub fn open(path: &Path, checkpoint: u64) -> Result<(Wal, Vec<(u64, Vec<u8>)>)> {
         let mut file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(file_err(path))?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(file_err(path))?;
@@ -136,7 +142,7 @@ impl Wal {
             file.sync_all().map_err(file_err(path))?;
         }
         file.seek(SeekFrom::Start(rec.valid_len)).map_err(file_err(path))?;
-        let last = rec.records.last().map_or(0, |r| r.0);
+        let last = rec.records.last().map_or(0, |r| r.0).max(checkpoint);
         let wal = Wal {
             path: path.to_path_buf(),
             tail: Mutex::new(Tail { file, end: rec.valid_len, next_lsn: last + 1, appended_lsn: last }),
@@ -144,7 +150,18 @@ impl Wal {
             synced: Condvar::new(),
             syncing: Mutex::new(()),
         };
-        Ok((wal, rec.records))
+        Ok((wal, rec.records.into_iter().filter(|r| r.0 > checkpoint).collect()))
+    }
+
+    /// Empties the log after a checkpoint covering every appended record
+    /// (the caller holds off appends). LSNs continue.
+    pub fn reset(&self) -> Result<()> {
+        let mut t = self.tail.lock().unwrap();
+        t.file.set_len(0).map_err(file_err(&self.path))?;
+        t.file.seek(SeekFrom::Start(0)).map_err(file_err(&self.path))?;
+        t.file.sync_all().map_err(file_err(&self.path))?;
+        t.end = 0;
+        Ok(())
     }
 
     /// Appends one record; returns its LSN. Not durable until `sync_to`.
@@ -259,7 +276,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("wal.log");
         {
-            let (w, recs) = Wal::open(&path).unwrap();
+            let (w, recs) = Wal::open(&path, 0).unwrap();
             assert!(recs.is_empty());
             let w = std::sync::Arc::new(w);
             let threads: Vec<_> = (0..8)
@@ -282,9 +299,21 @@ mod tests {
         encode(401, &[9; 40], &mut half);
         f.write_all(&half[..30]).unwrap();
         drop(f);
-        let (w, recs) = Wal::open(&path).unwrap();
+        let (w, recs) = Wal::open(&path, 0).unwrap();
         assert_eq!(recs.len(), 400);
         assert!(recs.iter().enumerate().all(|(i, r)| r.0 == i as u64 + 1));
         assert_eq!(w.append(b"next").unwrap(), 401);
+        w.sync_to(401).unwrap();
+        // A checkpoint at 390: replay skips what it covers; after a reset
+        // the log is empty and LSNs go on.
+        drop(w);
+        let (w, recs) = Wal::open(&path, 390).unwrap();
+        assert_eq!(recs.iter().map(|r| r.0).collect::<Vec<_>>(), (391..=401).collect::<Vec<_>>());
+        w.reset().unwrap();
+        assert_eq!(w.append(b"after").unwrap(), 402);
+        drop(w);
+        let (_, recs) = Wal::open(&path, 401).unwrap();
+        assert_eq!(recs.len(), 1);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), (HEADER + 5) as u64);
     }
 }

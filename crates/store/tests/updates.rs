@@ -1,6 +1,6 @@
 //! Updates against an in-memory reference graph: random interleavings of
-//! every operation and reopenings (WAL replay); rejected batches change
-//! nothing.
+//! every operation, merges (on request and by a delta budget), snapshots
+//! and reopenings (WAL replay); rejected batches change nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -82,6 +82,9 @@ enum Step {
     AddVertices(u8),
     SetRow(u64, u8),
     Reopen,
+    Merge,
+    /// A snapshot keeps reading the graph as it was across a write and a merge.
+    Snapshot(u64, u64),
     Bad(u8),
 }
 
@@ -94,20 +97,32 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
         1 => (1u8..4).prop_map(Step::AddVertices),
         1 => (any::<u64>(), any::<u8>()).prop_map(|(a, b)| Step::SetRow(a, b)),
         1 => Just(Step::Reopen),
+        2 => Just(Step::Merge),
+        1 => (any::<u64>(), any::<u64>()).prop_map(|(a, b)| Step::Snapshot(a, b)),
         1 => any::<u8>().prop_map(Step::Bad),
     ];
     proptest::collection::vec(step, 1..25)
 }
 
 fn open_w(path: &std::path::Path) -> Store {
-    Store::open(path, &OpenOptions { writable: true, cache_bytes: 1 << 20, ..Default::default() }).unwrap()
+    open_b(path, 0)
+}
+
+fn open_b(path: &std::path::Path, delta_budget: u64) -> Store {
+    Store::open(path, &OpenOptions { writable: true, cache_bytes: 1 << 20, delta_budget, ..Default::default() }).unwrap()
+}
+
+fn verified(s: &Store) {
+    if let Err(e) = s.verify(&mut |_, _| {}) {
+        panic!("verify after merge: {e}");
+    }
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
     #[test]
-    fn updates_match_the_model(n in 2u64..60, base in proptest::collection::vec((any::<u64>(), any::<u64>()), 0..120), undirected in any::<bool>(), plan in steps()) {
+    fn updates_match_the_model(n in 2u64..60, base in proptest::collection::vec((any::<u64>(), any::<u64>()), 0..120), undirected in any::<bool>(), budget in prop_oneof![Just(0u64), Just(1), Just(2000)], plan in steps()) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("g");
         let mut m = Model { n, undirected, ..Default::default() };
@@ -123,7 +138,7 @@ proptest! {
         let o = ImportOptions { undirected, in_edges: !undirected, dedup: true, weights: true, num_nodes: Some(n), ..Default::default() };
         let x = TensorInput { name: "x".into(), data: TensorData::Memory { dtype: DType::F32, rows: n, dim: 1, bytes: vec![0; 4 * n as usize] } };
         import(&path, &[EdgeInput::Memory { src, dst, weights: Some(ws), labels: None }], &[x], &o, &|_, _, _| {}).unwrap();
-        let mut s = open_w(&path);
+        let mut s = open_b(&path, budget);
         check(&s, &m);
         for step in plan {
             let live = m.live();
@@ -167,7 +182,24 @@ proptest! {
                 }
                 Step::Reopen => {
                     drop(s);
-                    s = open_w(&path);
+                    s = open_b(&path, budget);
+                }
+                Step::Merge => {
+                    s.merge().unwrap();
+                    prop_assert_eq!(s.pending_updates(), 0);
+                    verified(&s);
+                }
+                Step::Snapshot(x, y) if !live.is_empty() => {
+                    let snap = s.snapshot();
+                    let before = m.clone();
+                    let (a, b) = (pick(x), pick(y));
+                    s.add_edges(&[a], &[b], Some(&[9.0]), None, true).unwrap();
+                    m.add(a, b, 9.0);
+                    s.merge().unwrap();
+                    check(&snap, &before);
+                    prop_assert!(matches!(snap.add_edges(&[a], &[b], None, None, true), Err(StoreError::ReadOnly)));
+                    drop(snap);
+                    verified(&s);
                 }
                 Step::Bad(k) => {
                     // Each is rejected whole and changes nothing.
@@ -187,6 +219,10 @@ proptest! {
         }
         drop(s);
         check(&Store::open(&path, &OpenOptions::default()).unwrap(), &m);
+        let s = open_w(&path);
+        s.merge().unwrap();
+        verified(&s);
+        check(&s, &m);
     }
 }
 

@@ -333,6 +333,8 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         checkpoint_lsn: 0,
         out: out_meta,
         inn: if o.undirected { None } else { in_meta },
+        tensor_map: Default::default(),
+        tombstones: Default::default(),
         tensors: plans.iter().map(|p| p.meta.clone()).collect(),
     };
     vol.sync(true)?;
