@@ -66,6 +66,19 @@ class VerifyReport(TypedDict):
     pages: int
     edges: int
     tensor_pages: int
+    free_pages: int
+
+@type_check_only
+class MergeReport(TypedDict):
+    updates: int
+    lists: int
+    pages_written: int
+    bytes_written: int
+    pages_retired: int
+    total_pages: int
+    free_pages: int
+    epoch: int
+    seconds: float
 
 @type_check_only
 class BenchReport(TypedDict):
@@ -111,12 +124,15 @@ def import_graph(
     gets (phase, done, total). A failed import leaves nothing behind.
     """
 
-def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False) -> Graph:
+def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False, delta_budget: int = 256 << 20) -> Graph:
     """Opens a store with a page cache of `cache_bytes` (0: no cache).
     `writable=True` takes the store's writer lock (one writer process; a
     second gets SolidGraphError "locked") and enables the update methods.
-    Every open replays the write-ahead log, so readers see acknowledged
-    updates."""
+    Every open replays the write-ahead log past its last checkpoint, so
+    readers see acknowledged updates. Pending updates over `delta_budget`
+    bytes are merged into pages by the write that crosses it (0: only
+    `merge()` merges). A reader opened before a merge by another process
+    raises SolidGraphError ("reopen it") rather than read moved pages."""
 
 @final
 class Graph:
@@ -287,6 +303,20 @@ class Graph:
         """Overwrites tensor rows (UpdateEmbed)."""
     def flush(self) -> None:
         """Makes every update so far durable."""
+    def merge(self) -> MergeReport:
+        """Folds the pending updates into pages: copy-on-write of the
+        changed pages only, an atomic superblock switch, a log checkpoint.
+        Readers and snapshots are not disturbed; writers wait."""
+    def snapshot(self) -> Graph:
+        """A read-only Graph of the store as it is now; later updates and
+        merges do not change what it reads. Use `with g.snapshot() as s:`
+        so the pages it pins are released at the end. Not usable in a
+        forked child."""
+    def close(self) -> None:
+        """Releases the store (a snapshot's pinned pages, a writer's lock);
+        later calls raise SolidGraphError."""
+    def __enter__(self) -> Graph: ...
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool: ...
 
 @final
 class Sample:

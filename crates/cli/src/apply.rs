@@ -5,6 +5,8 @@
 //! delete vertex; `#` comments. Consecutive lines of one kind form one batch
 //! (one WAL record); everything is made durable before the command returns.
 //! A bad line stops the run with its line number; batches before it stay.
+//!
+//! `solidgraph merge PATH`: folds the pending updates into pages.
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -13,6 +15,41 @@ use clap::Args;
 use solidgraph_store::{OpenOptions, Store};
 
 use crate::util::CliResult;
+
+#[derive(Args)]
+pub struct MergeArgs {
+    pub path: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn merge_cmd(a: MergeArgs) -> CliResult {
+    let s = Store::open(&a.path, &OpenOptions { writable: true, cache_bytes: 64 << 20, delta_budget: 0, ..Default::default() })?;
+    let r = s.merge()?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({"updates": r.updates, "lists": r.lists, "pages_written": r.pages_written, "bytes_written": r.bytes_written,
+                "pages_retired": r.pages_retired, "total_pages": r.total_pages, "free_pages": r.free_pages, "epoch": r.epoch, "seconds": r.seconds})
+        );
+    } else if r.updates == 0 {
+        println!("nothing to merge: no pending updates");
+    } else {
+        println!(
+            "merged {} update batches: {} lists rewritten, {} pages written ({:.1} MiB), {} pages freed; epoch {}, {} pages ({} free) in {:.2} s",
+            r.updates,
+            r.lists,
+            r.pages_written,
+            r.bytes_written as f64 / (1u64 << 20) as f64,
+            r.pages_retired,
+            r.epoch,
+            r.total_pages,
+            r.free_pages,
+            r.seconds
+        );
+    }
+    Ok(())
+}
 
 #[derive(Args)]
 pub struct ApplyArgs {

@@ -170,7 +170,7 @@ pub fn verify_cmd(a: VerifyArgs) -> CliResult {
     });
     pb.finish_and_clear();
     let r = r?;
-    println!("ok: {} pages, {} edges, {} tensor pages; every checksum and invariant holds", r.pages, r.edges, r.tensor_pages);
+    println!("ok: {} pages, {} edges, {} tensor pages, {} free pages; every checksum and invariant holds", r.pages, r.edges, r.tensor_pages, r.free_pages);
     Ok(())
 }
 

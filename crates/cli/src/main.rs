@@ -27,6 +27,8 @@ enum Cmd {
     Neighbors(graph::NeighborsArgs),
     /// Applies a file of updates (+e/-e/w/+v/-v lines) durably through the write-ahead log.
     Apply(apply::ApplyArgs),
+    /// Folds pending updates into pages (copy-on-write, only changed pages) and checkpoints the log.
+    Merge(apply::MergeArgs),
     /// Runs an analytics algorithm; prints `vertex value` lines (LDBC Graphalytics format).
     Run(run::RunArgs),
     /// Benchmarks that compare SolidGraph with baselines in the same run.
@@ -44,6 +46,7 @@ fn main() {
         Cmd::Neighbors(a) => graph::neighbors_cmd(a),
         Cmd::Run(a) => run::run_cmd(a),
         Cmd::Apply(a) => apply::apply_cmd(a),
+        Cmd::Merge(a) => apply::merge_cmd(a),
         Cmd::Bench(b) => bench::run(b),
     };
     if let Err(e) = res {

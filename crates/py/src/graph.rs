@@ -26,21 +26,40 @@ use crate::sample::{PySample, rows_array, to_py};
 pub struct StoreSlot {
     path: PathBuf,
     opts: OpenOptions,
-    cur: Mutex<(u32, Arc<Store>)>,
+    /// (pid that opened it, the store; None once closed).
+    cur: Mutex<(u32, Option<Arc<Store>>)>,
+    /// A snapshot cannot be reopened in a child: its view is this
+    /// process's memory.
+    snapshot: bool,
 }
 
 impl StoreSlot {
+    fn new(path: PathBuf, opts: OpenOptions, store: Store, snapshot: bool) -> StoreSlot {
+        StoreSlot { path, opts, cur: Mutex::new((std::process::id(), Some(Arc::new(store)))), snapshot }
+    }
+
     pub fn get(&self) -> solidgraph_store::Result<Arc<Store>> {
+        use solidgraph_store::StoreError::Invalid;
         let mut cur = self.cur.lock().unwrap_or_else(|e| e.into_inner());
         let pid = std::process::id();
         if cur.0 != pid {
+            if self.snapshot {
+                return Err(Invalid("a snapshot cannot be used in a forked child; take one there".into()));
+            }
             // The parent keeps the writer lock; a child reads.
             let opts = OpenOptions { writable: false, ..self.opts.clone() };
             let fresh = Arc::new(Store::open(&self.path, &opts)?);
-            std::mem::forget(std::mem::replace(&mut cur.1, fresh));
+            std::mem::forget(std::mem::replace(&mut cur.1, Some(fresh)));
             cur.0 = pid;
         }
-        Ok(cur.1.clone())
+        cur.1.clone().ok_or_else(|| Invalid(if self.snapshot { "this snapshot was released (its `with` block ended)" } else { "this graph was closed" }.into()))
+    }
+
+    fn close(&self) {
+        let mut cur = self.cur.lock().unwrap_or_else(|e| e.into_inner());
+        if cur.0 == std::process::id() {
+            cur.1 = None;
+        }
     }
 }
 
@@ -244,6 +263,7 @@ impl Graph {
         d.set_item("pages", r.pages)?;
         d.set_item("edges", r.edges)?;
         d.set_item("tensor_pages", r.tensor_pages)?;
+        d.set_item("free_pages", r.free_pages)?;
         Ok(d)
     }
 
@@ -527,6 +547,51 @@ impl Graph {
         py.allow_threads(|| store.flush()).map_err(err)
     }
 
+    /// Folds the pending updates into pages now: copy-on-write of the
+    /// changed pages only, then an atomic superblock switch and a log
+    /// checkpoint. Readers and snapshots are not disturbed. Returns what
+    /// it did (pages written, freed, seconds, ...).
+    fn merge<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let store = self.store()?;
+        let r = py.allow_threads(|| store.merge()).map_err(err)?;
+        let d = PyDict::new(py);
+        d.set_item("updates", r.updates)?;
+        d.set_item("lists", r.lists)?;
+        d.set_item("pages_written", r.pages_written)?;
+        d.set_item("bytes_written", r.bytes_written)?;
+        d.set_item("pages_retired", r.pages_retired)?;
+        d.set_item("total_pages", r.total_pages)?;
+        d.set_item("free_pages", r.free_pages)?;
+        d.set_item("epoch", r.epoch)?;
+        d.set_item("seconds", r.seconds)?;
+        Ok(d)
+    }
+
+    /// A read-only Graph of the store as it is now: later updates and
+    /// merges do not change what it reads. Use it as a context manager
+    /// (`with g.snapshot() as s:`) so the pages it pins are released.
+    fn snapshot(&self) -> PyResult<Graph> {
+        let store = self.store()?;
+        let snap = store.snapshot();
+        Ok(Graph { slot: Arc::new(StoreSlot::new(self.slot.path.clone(), self.slot.opts.clone(), snap, true)) })
+    }
+
+    /// Releases the store (a snapshot's pinned pages, a writer's lock);
+    /// later calls raise SolidGraphError. Loaders made from it keep their
+    /// own handle.
+    fn close(&self) {
+        self.slot.close();
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(&self, _exc_type: &Bound<'_, PyAny>, _exc: &Bound<'_, PyAny>, _tb: &Bound<'_, PyAny>) -> bool {
+        self.slot.close();
+        false
+    }
+
     fn __repr__(&self) -> PyResult<String> {
         let s = self.store()?;
         let mut kind = vec![if s.directed() { "directed" } else { "undirected" }];
@@ -551,10 +616,12 @@ impl Graph {
 /// Opens a store with a page cache of `cache_bytes` (0: no cache).
 /// `writable=True` takes the store's writer lock (one writer process) and
 /// enables the update methods; every open replays the write-ahead log.
+/// Pending updates over `delta_budget` bytes are merged into pages by the
+/// write that crosses it (0: only `merge()` merges).
 #[pyfunction]
-#[pyo3(signature = (path, cache_bytes=268435456, writable=false))]
-pub fn open(py: Python<'_>, path: PathBuf, cache_bytes: u64, writable: bool) -> PyResult<Graph> {
-    let opts = OpenOptions { cache_bytes, writable, ..Default::default() };
+#[pyo3(signature = (path, cache_bytes=268435456, writable=false, delta_budget=268435456))]
+pub fn open(py: Python<'_>, path: PathBuf, cache_bytes: u64, writable: bool, delta_budget: u64) -> PyResult<Graph> {
+    let opts = OpenOptions { cache_bytes, writable, delta_budget, ..Default::default() };
     let store = py.allow_threads(|| Store::open(&path, &opts)).map_err(err)?;
-    Ok(Graph { slot: Arc::new(StoreSlot { path, opts, cur: Mutex::new((std::process::id(), Arc::new(store))) }) })
+    Ok(Graph { slot: Arc::new(StoreSlot::new(path, opts, store, false)) })
 }

@@ -220,7 +220,7 @@ impl Store {
                 g.encode_bitmap(num_nodes, ps, first + gtt_pages, epoch, b);
             })?;
             retired.extend(old.gtt_start..old.gtt_start + old.gtt_pages + old.bitmap_pages);
-            Ok(DirMeta { gtt_start: start, gtt_pages, gtt_entries: g.len() as u64, adj_start: 0, adj_pages: 0, bitmap_pages })
+            Ok(DirMeta { gtt_start: start, gtt_pages, gtt_entries: g.len() as u64, adj_start: old.adj_start, adj_pages: g.len() as u64, bitmap_pages })
         };
         let out_meta = dir_meta(staged, &out, &sb.out)?;
         let in_meta = match (&inn, &sb.inn) {

@@ -33,6 +33,8 @@ pub struct DirMeta {
     pub gtt_start: u64,
     pub gtt_pages: u64,
     pub gtt_entries: u64,
+    /// Where the import wrote the adjacency; merges move changed pages
+    /// anywhere (the GTT says where), and `adj_pages` counts them all.
     pub adj_start: u64,
     pub adj_pages: u64,
     /// Presence bitmap pages, right after the GTT pages.
