@@ -170,17 +170,22 @@ pub fn member_path(dir: &Path, i: usize) -> PathBuf {
 
 /// Reads both superblock copies from member 0 with plain reads (the page
 /// size is not known yet) and returns the valid one with the higher epoch.
-fn bootstrap(dir: &Path) -> Result<Superblock> {
+fn bootstrap(dir: &Path, backend: &BackendChoice) -> Result<Superblock> {
     let p0 = member_path(dir, 0);
-    let mut f = std::fs::File::open(&p0).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            StoreError::NotAStore { path: dir.to_path_buf(), reason: format!("{} is missing", p0.display()) }
-        } else {
-            StoreError::File { path: p0.clone(), source: e }
-        }
-    })?;
-    let mut head = Vec::new();
-    f.by_ref().take(2 * 65536).read_to_end(&mut head).map_err(file_err(&p0))?;
+    let head = if let BackendChoice::Sim(disk) = backend {
+        disk.peek(0, 0, 2 * 65536)
+    } else {
+        let mut f = std::fs::File::open(&p0).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                StoreError::NotAStore { path: dir.to_path_buf(), reason: format!("{} is missing", p0.display()) }
+            } else {
+                StoreError::File { path: p0.clone(), source: e }
+            }
+        })?;
+        let mut head = Vec::new();
+        f.by_ref().take(2 * 65536).read_to_end(&mut head).map_err(file_err(&p0))?;
+        head
+    };
     let mut best: Option<Superblock> = None;
     let mut first_err = None;
     let mut ps = 4096;
@@ -216,7 +221,7 @@ fn bootstrap(dir: &Path) -> Result<Superblock> {
 
 impl Store {
     pub fn open(path: &Path, opts: &OpenOptions) -> Result<Store> {
-        let sb = bootstrap(path)?;
+        let sb = bootstrap(path, &opts.backend)?;
         let paths: Vec<PathBuf> = (0..sb.members as usize).map(|i| member_path(path, i)).collect();
         let vol = Volume::open(
             &paths,

@@ -102,11 +102,16 @@ impl Store {
             d.edges_added += edges_added;
             d.bytes
         };
-        if w.delta_budget > 0 && bytes as u64 > w.delta_budget {
-            // A merge makes everything appended durable first.
-            self.merge_locked(w)?;
-        } else if durable {
+        if durable {
             w.wal.sync_to(lsn)?;
+        }
+        if w.delta_budget > 0 && bytes as u64 > w.delta_budget {
+            // The batch is logged (and durable if asked): a failed merge
+            // does not undo it. The next write over budget tries again, and
+            // `merge()` reports the error.
+            if let Err(e) = self.merge_locked(w) {
+                log::warn!("{}: merge over the delta budget failed (updates stay in the log): {e}", self.path().display());
+            }
         }
         Ok(lsn)
     }

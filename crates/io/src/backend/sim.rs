@@ -87,6 +87,23 @@ impl SimDisk {
         self.state.lock().unwrap().faults = faults;
     }
 
+    /// Sets member `m`'s image, current and durable (say, a store built on
+    /// real files and loaded here to be crashed).
+    pub fn load(&self, member: usize, bytes: Vec<u8>) {
+        let mut s = self.state.lock().unwrap();
+        s.members[member].durable.clone_from(&bytes);
+        s.members[member].now = bytes;
+    }
+
+    /// Bytes [offset, offset + len) of member `m` as a reader sees them now
+    /// (fewer at the end of the image); not counted as an operation.
+    pub fn peek(&self, member: usize, offset: u64, len: usize) -> Vec<u8> {
+        let s = self.state.lock().unwrap();
+        let now = &s.members[member].now;
+        let a = (offset as usize).min(now.len());
+        now[a..(a + len).min(now.len())].to_vec()
+    }
+
     /// Operations run so far (reads, writes and syncs each count one).
     pub fn ops(&self) -> u64 {
         self.state.lock().unwrap().ops
