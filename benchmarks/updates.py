@@ -6,7 +6,10 @@ Imports a random graph, then on a writable store:
   1. durable edge inserts/s with group commit, batches of 1, 100, 10,000
      (every call returns only once its WAL record is fdatasynced);
   2. neighbor-read throughput (batches of 1024 random vertices, warm cache)
-     with 0%, 1% and 10% of the edges pending in the in-memory delta.
+     with 0%, 1% and 10% of the edges pending in the in-memory delta;
+  3. merge: after one new edge from each of 0.1%, 1% and 10% of the
+     vertices, the time and bytes a merge takes (copy-on-write of the dirty
+     pages), against rewriting the whole store (the import's bytes and time).
 Absolute numbers move with the machine's load; the ratios within a run do not.
 """
 
@@ -36,8 +39,10 @@ def main() -> None:
     src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
     t = time.perf_counter()
     solidgraph.import_graph(path, (src, dst, rng.random(m, dtype=np.float32)), dedup=True, in_edges=True)
-    print(f"imported {n:,} vertices, {m:,} edges in {time.perf_counter() - t:.1f} s")
-    g = solidgraph.open(path, writable=True, cache_bytes=1 << 30)
+    import_s = time.perf_counter() - t
+    store_bytes = sum(f.stat().st_size for f in path.glob("sg.*"))
+    print(f"imported {n:,} vertices, {m:,} edges in {import_s:.1f} s ({store_bytes / 2**20:,.0f} MiB)")
+    g = solidgraph.open(path, writable=True, cache_bytes=1 << 30, delta_budget=0)
     base_edges = g.num_edges
 
     def read_rate() -> float:
@@ -76,6 +81,25 @@ def main() -> None:
     print(f"{'pending':>8} {'vertices/s':>12} {'vs 0%':>7}")
     for name, r in reads:
         print(f"{name:>8} {r:>12,.0f} {r / reads[0][1]:>7.2f}")
+
+    pending = g.num_edges - base_edges
+    rep = g.merge()
+    print(f"\nmerged the {pending:,} edges inserted above in {rep['seconds']:.2f} s, {rep['bytes_written'] / 2**20:,.0f} MiB written")
+    print("\nmerge after one new edge from a share of the vertices (copy-on-write of dirty pages)")
+    print(f"full rewrite (the import): {import_s:.2f} s, {store_bytes / 2**20:,.0f} MiB")
+    print(f"{'vertices':>9} {'lists':>9} {'seconds':>8} {'MiB written':>12} {'vs rewrite':>11} {'time vs':>8}")
+    for share in (0.001, 0.01, 0.1):
+        k = int(share * n)
+        who = rng.choice(n, k, replace=False)
+        for lo in range(0, k, 100_000):
+            part = who[lo:lo + 100_000]
+            g.add_edges(part, rng.integers(0, n, len(part)), weights=np.ones(len(part), np.float32), durable=False)
+        g.flush()
+        rep = g.merge()
+        mib = rep["bytes_written"] / 2**20
+        print(f"{share:>9.1%} {rep['lists']:>9,} {rep['seconds']:>8.2f} {mib:>12,.1f} {rep['bytes_written'] / store_bytes:>10.1%} {rep['seconds'] / import_s:>8.2f}")
+    v = g.verify()
+    print(f"verify after the merges: {v['pages']:,} pages in use, {v['free_pages']:,} free")
     if a.dir is None:
         shutil.rmtree(work, ignore_errors=True)
 

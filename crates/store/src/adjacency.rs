@@ -97,6 +97,20 @@ impl EdgeFormat {
         if self.id_bytes == 4 { u32_at(block, 4 * i) as u64 } else { u64_at(block, 8 * i) }
     }
 
+    pub fn label_at(&self, block: &[u8], d: usize, i: usize) -> u32 {
+        u32_at(block, (self.id_bytes + 4 * self.weights as usize) * d + 4 * i)
+    }
+
+    /// Position of neighbor `want` in a block of `d` sorted ids.
+    pub fn find(&self, block: &[u8], d: usize, want: u64) -> Option<usize> {
+        let (mut lo, mut hi) = (0, d);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.id_at(block, mid) < want { lo = mid + 1 } else { hi = mid }
+        }
+        (lo < d && self.id_at(block, lo) == want).then_some(lo)
+    }
+
     pub fn weight_at(&self, block: &[u8], d: usize, i: usize) -> f32 {
         f32::from_bits(u32_at(block, self.id_bytes * d + 4 * i))
     }

@@ -3,13 +3,16 @@
 //! operation is one WAL record (see `wal.rs`), so a batch is applied whole or
 //! not at all.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::SmallVec;
 
 use crate::error::{Result, StoreError};
 use crate::store::Csr;
 
-/// A weight update is logged as AddEdges of existing edges (with their
-/// labels), which replaces them.
+// A weight update is logged as AddEdges of existing edges (with their
+// labels), which replaces them.
 
 /// Edge id reported for an edge that lives only in the delta (it gets a
 /// CSR position when merged into pages).
@@ -28,19 +31,74 @@ pub enum Op {
     UpdateTensor { name: String, ids: Vec<u64>, rows: Vec<u8> },
 }
 
+/// Batches at least this large apply their two directions on two threads
+/// (scoped threads, not a pool: a pool's threads would not survive a fork).
+const PARALLEL_EDGES: usize = 4096;
+
+/// An added edge: (neighbor, weight, label).
+type Added = (u64, f32, u32);
+
 /// Changes to the lists of one direction.
 #[derive(Debug, Clone, Default)]
 pub struct DirDelta {
-    added: HashMap<u64, BTreeMap<u64, (f32, u32)>>,
-    removed: HashMap<u64, HashSet<u64>>,
+    /// Per vertex, sorted by neighbor. Most vertices gain an edge or two:
+    /// those live inline in the table (no allocation, no second cache
+    /// miss), and a batch merges into each list once.
+    added: FxHashMap<u64, SmallVec<[Added; 2]>>,
+    removed: FxHashMap<u64, FxHashSet<u64>>,
 }
 
 impl DirDelta {
-    fn add(&mut self, s: u64, d: u64, w: f32, l: u32) {
-        if let Some(r) = self.removed.get_mut(&s) {
-            r.remove(&d);
+    /// Adds a batch of (source, edge) pairs; a later pair for the same edge
+    /// replaces an earlier one.
+    fn add_batch(&mut self, mut edges: Vec<(u64, Added)>) {
+        // Stable: equal edges stay in batch order, the last one wins below.
+        edges.sort_by_key(|&(s, (d, _, _))| (s, d));
+        let mut i = 0;
+        while i < edges.len() {
+            let s = edges[i].0;
+            let mut j = i;
+            let mut new: SmallVec<[Added; 2]> = SmallVec::new();
+            while j < edges.len() && edges[j].0 == s {
+                if j + 1 < edges.len() && edges[j + 1].0 == s && edges[j + 1].1.0 == edges[j].1.0 {
+                    j += 1;
+                    continue;
+                }
+                new.push(edges[j].1);
+                j += 1;
+            }
+            // Most deltas remove nothing: skip the lookup (a cache miss).
+            if !self.removed.is_empty()
+                && let Some(r) = self.removed.get_mut(&s)
+            {
+                for e in &new {
+                    r.remove(&e.0);
+                }
+            }
+            let cur = self.added.entry(s).or_default();
+            if cur.is_empty() {
+                *cur = new;
+            } else {
+                let old = std::mem::take(cur);
+                let (mut a, mut b) = (old.into_iter().peekable(), new.into_iter().peekable());
+                loop {
+                    let pick_new = match (a.peek().map(|e| e.0), b.peek().map(|e| e.0)) {
+                        (None, None) => break,
+                        (Some(_), None) => false,
+                        (None, Some(_)) => true,
+                        (Some(x), Some(y)) => {
+                            if x == y {
+                                a.next(); // replaced
+                            }
+                            y <= x
+                        }
+                    };
+                    let e = if pick_new { b.next() } else { a.next() };
+                    cur.push(e.expect("peeked"));
+                }
+            }
+            i = j;
         }
-        self.added.entry(s).or_default().insert(d, (w, l));
     }
 
     /// Vertices whose lists change.
@@ -49,8 +107,10 @@ impl DirDelta {
     }
 
     fn delete(&mut self, s: u64, d: u64) {
-        if let Some(a) = self.added.get_mut(&s) {
-            a.remove(&d);
+        if let Some(a) = self.added.get_mut(&s)
+            && let Ok(k) = a.binary_search_by_key(&d, |e| e.0)
+        {
+            a.remove(k);
         }
         self.removed.entry(s).or_default().insert(d);
     }
@@ -66,7 +126,7 @@ pub struct Delta {
     pub base_edges: u64,
     pub added_nodes: u64,
     /// Every deleted vertex, merged or not (ids are never reused).
-    pub deleted: HashSet<u64>,
+    pub deleted: FxHashSet<u64>,
     /// Whether reads must drop edges to deleted vertices: after deletions
     /// not merged yet, and for good in a directed store without in-edges,
     /// where a merge cannot find the lists that point at a deleted vertex.
@@ -76,7 +136,7 @@ pub struct Delta {
     pub out: DirDelta,
     pub inn: DirDelta,
     /// Rows written since the last merge, per tensor.
-    pub rows: HashMap<String, HashMap<u64, Vec<u8>>>,
+    pub rows: HashMap<String, FxHashMap<u64, Vec<u8>>>,
     /// Records applied (for stats and merge decisions).
     pub ops: u64,
     /// Change in stored edge entries (see `Store::num_edges`).
@@ -95,7 +155,7 @@ pub struct Shape {
 impl Delta {
     /// No pending updates over `base`.
     pub(crate) fn new(base: &crate::store::Base, keep_filter: bool) -> Delta {
-        let deleted: HashSet<u64> = base.tombstones.iter().copied().collect();
+        let deleted: FxHashSet<u64> = base.tombstones.iter().copied().collect();
         Delta {
             epoch: base.sb.epoch,
             base_nodes: base.sb.num_nodes,
@@ -138,17 +198,29 @@ impl Delta {
                 self.bytes += 16 * ids.len();
             }
             Op::AddEdges { src, dst, weights, labels } => {
+                let (mut out, mut inn) = (Vec::with_capacity(src.len() * (1 + shape.undirected as usize)), Vec::new());
                 for i in 0..src.len() {
                     let (s, d) = (src[i], dst[i]);
                     let w = weights.as_ref().map_or(1.0, |w| w[i]);
                     let l = labels.as_ref().map_or(0, |l| l[i]);
-                    self.out.add(s, d, w, l);
+                    out.push((s, (d, w, l)));
                     if shape.undirected && s != d {
-                        self.out.add(d, s, w, l);
+                        out.push((d, (s, w, l)));
                     }
                     if shape.has_in {
-                        self.inn.add(d, s, w, l);
+                        inn.push((d, (s, w, l)));
                     }
+                }
+                if inn.len() >= PARALLEL_EDGES {
+                    // Two tables, two cores: the work is cache misses.
+                    let (o, i) = (&mut self.out, &mut self.inn);
+                    std::thread::scope(|sc| {
+                        sc.spawn(|| i.add_batch(inn));
+                        o.add_batch(out);
+                    });
+                } else {
+                    self.out.add_batch(out);
+                    self.inn.add_batch(inn);
                 }
                 self.bytes += 48 * src.len();
             }
@@ -173,6 +245,21 @@ impl Delta {
                 self.bytes += rows.len() + 8 * ids.len();
             }
         }
+    }
+
+    /// What the delta says of out-edge s -> d: Some(Some(label)) added,
+    /// Some(None) gone, None: as in the pages.
+    pub fn edge(&self, s: u64, d: u64) -> Option<Option<u32>> {
+        if self.filter_deleted && (self.deleted.contains(&s) || self.deleted.contains(&d)) {
+            return Some(None);
+        }
+        if let Some(l) = self.out.added.get(&s).and_then(|a| a.binary_search_by_key(&d, |e| e.0).ok().map(|k| a[k].2)) {
+            return Some(Some(l));
+        }
+        if self.out.removed.get(&s).is_some_and(|r| r.contains(&d)) {
+            return Some(None);
+        }
+        None
     }
 
     /// The row written for vertex `v` of tensor `name` since the last merge.
@@ -222,14 +309,14 @@ impl Delta {
             let mut adds = added.into_iter().flatten().peekable();
             for k in a..b {
                 let d = csr.indices[k];
-                while let Some((&ad, &(w, l))) = adds.peek().copied() {
+                while let Some(&(ad, w, l)) = adds.peek().copied() {
                     if ad >= d {
                         break;
                     }
                     self.push(&mut o, ad, w, l);
                     adds.next();
                 }
-                let gone = removed.is_some_and(|r| r.contains(&d)) || (any_deleted && self.deleted.contains(&d)) || added.is_some_and(|m| m.contains_key(&d));
+                let gone = removed.is_some_and(|r| r.contains(&d)) || (any_deleted && self.deleted.contains(&d)) || adds.peek().is_some_and(|e| e.0 == d);
                 if !gone {
                     o.indices.push(d);
                     if let (Some(ow), Some(iw)) = (o.weights.as_mut(), csr.weights.as_ref()) {
@@ -240,7 +327,7 @@ impl Delta {
                     }
                 }
             }
-            for (&ad, &(w, l)) in adds {
+            for &(ad, w, l) in adds {
                 self.push(&mut o, ad, w, l);
             }
             o.indptr.push(o.indices.len() as u64);
@@ -340,6 +427,16 @@ impl Dec<'_> {
 }
 
 impl Op {
+    /// Items in the batch (edges, vertices or rows).
+    pub fn items(&self) -> usize {
+        match self {
+            Op::AddVertices { count, .. } => *count as usize,
+            Op::DeleteVertices { ids } => ids.len(),
+            Op::AddEdges { src, .. } | Op::DeleteEdges { src, .. } => src.len(),
+            Op::UpdateTensor { ids, .. } => ids.len(),
+        }
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut e = Enc(Vec::new());
         match self {

@@ -34,8 +34,10 @@ use crate::update::Writer;
 
 /// Packed pages are filled to this share, as an import does by default.
 const FILL: f64 = 0.9;
-/// Translation-table entries (old pages) handled per batch of reads.
-const SLOTS_PER_BATCH: usize = 4096;
+/// Old pages (translation-table entries) read per batch.
+const PAGES_PER_BATCH: usize = 4096;
+/// Most old pages one run of neighboring dirty pages may span.
+const MAX_RUN: usize = 256;
 /// Tensor pages rebuilt per batch.
 const TENSOR_PAGES_PER_BATCH: usize = 4096;
 /// Pages staged before one volume write.
@@ -306,6 +308,13 @@ impl Store {
             };
             match slots.last_mut() {
                 Some(s) if s.lo == lo && s.hi == hi => s.dirty.push(v),
+                // Lay neighboring dirty pages (and one clean page between
+                // two dirty ones) out as one run: laid out alone, each would
+                // end in a part-full page, and the store would fragment.
+                Some(s) if lo < s.hi || (lo <= s.hi + 1 && hi - s.lo <= MAX_RUN) => {
+                    s.hi = s.hi.max(hi);
+                    s.dirty.push(v);
+                }
                 _ => slots.push(Slot { lo, hi, dirty: vec![v] }),
             }
         }
@@ -321,10 +330,20 @@ impl Store {
                 *edges += gtt.entry_edges(i, total);
             }
         };
-        for batch in slots.chunks(SLOTS_PER_BATCH) {
-            // Vertices of each slot: what its packed page lists, and the
-            // changed ones.
-            let packed: Vec<u64> = batch.iter().filter(|s| s.hi == s.lo + 1 && !gtt.is_extent(s.lo)).map(|s| gtt.page(s.lo)).collect();
+        let mut from = 0;
+        while from < slots.len() {
+            // A batch of slots holding at most ~PAGES_PER_BATCH old pages.
+            let mut to = from;
+            let mut old_pages = 0;
+            while to < slots.len() && (to == from || old_pages + slots[to].hi - slots[to].lo <= PAGES_PER_BATCH) {
+                old_pages += slots[to].hi - slots[to].lo;
+                to += 1;
+            }
+            let batch = &slots[from..to];
+            from = to;
+            // Vertices of each slot: what its packed pages list, the owners
+            // of its extents, and the changed ones.
+            let packed: Vec<u64> = batch.iter().flat_map(|s| (s.lo..s.hi).filter(|&i| !gtt.is_extent(i)).map(|i| gtt.page(i))).collect();
             let fetched = self.fetch_direct(&packed)?;
             let mut k = 0;
             let mut ids = Vec::new();
@@ -332,13 +351,16 @@ impl Store {
             for s in batch {
                 bounds.push(ids.len());
                 let mut vs: BTreeSet<u64> = s.dirty.iter().copied().collect();
-                if s.hi == s.lo + 1 && !gtt.is_extent(s.lo) {
-                    let (pg, pno) = (&fetched[k], packed[k]);
-                    k += 1;
-                    let h = page::open_kind_trusted(pno, pg, Kind::Packed)?;
-                    vs.extend(packed_entries(pg, &h).map(|(v, _, _)| v));
-                } else if s.hi > s.lo {
-                    vs.insert(gtt.first_vertex(s.lo));
+                for i in s.lo..s.hi {
+                    if gtt.is_extent(i) {
+                        vs.insert(gtt.first_vertex(i));
+                    } else {
+                        let (pg, pno) = (&fetched[k], packed[k]);
+                        k += 1;
+                        let h = page::open_kind_trusted(pno, pg, Kind::Packed)?;
+                        base.check_epoch(pno, h.epoch)?;
+                        vs.extend(packed_entries(pg, &h).map(|(v, _, _)| v));
+                    }
                 }
                 ids.extend(vs);
             }

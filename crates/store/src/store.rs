@@ -584,6 +584,52 @@ impl Store {
             .collect())
     }
 
+    /// Whether each out-edge src[i] -> dst[i] exists now, with its label:
+    /// a binary search in each source's pages, no lists decoded (the
+    /// validation read of every update batch).
+    pub(crate) fn find_edges(&self, src: &[u64], dst: &[u64]) -> Result<Vec<Option<u32>>> {
+        // Edges grouped by source: uniq[i]'s edges are order[starts[i]..starts[i + 1]].
+        let mut order: Vec<usize> = (0..src.len()).collect();
+        order.sort_unstable_by_key(|&e| src[e]);
+        let mut uniq: Vec<u64> = Vec::new();
+        let mut starts = Vec::new();
+        for (k, &e) in order.iter().enumerate() {
+            if uniq.last() != Some(&src[e]) {
+                uniq.push(src[e]);
+                starts.push(k);
+            }
+        }
+        starts.push(order.len());
+        loop {
+            let base = self.base();
+            let gtt = &base.out;
+            let fmt = base.sb.fmt;
+            let (locs, pages) = self.plan(gtt, &uniq);
+            let fetched = self.fetch(&pages)?;
+            let mut found: Vec<Option<u32>> = vec![None; src.len()];
+            // An extent's list comes in several blocks: search each.
+            self.walk_lists(&base, gtt, &uniq, &locs, &pages, &fetched, |i, block, d, _| {
+                for &e in &order[starts[i]..starts[i + 1]] {
+                    if let Some(j) = fmt.find(block, d, dst[e]) {
+                        found[e] = Some(if fmt.labels { fmt.label_at(block, d, j) } else { 0 });
+                    }
+                }
+            })?;
+            let d = self.delta.read().unwrap();
+            if d.epoch != base.sb.epoch {
+                continue;
+            }
+            if !d.is_empty() {
+                for (e, f) in found.iter_mut().enumerate() {
+                    if let Some(over) = d.edge(src[e], dst[e]) {
+                        *f = over;
+                    }
+                }
+            }
+            return Ok(found);
+        }
+    }
+
     pub fn tensor_meta(&self, name: &str) -> Result<TensorMeta> {
         let base = self.base();
         tensor_index(&base.sb, name).map(|i| base.sb.tensors[i].clone())
