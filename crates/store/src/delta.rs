@@ -14,10 +14,6 @@ use crate::store::Csr;
 // A weight update is logged as AddEdges of existing edges (with their
 // labels), which replaces them.
 
-/// Edge id reported for an edge that lives only in the delta (it gets a
-/// CSR position when merged into pages).
-pub const DELTA_EDGE: u64 = u64::MAX;
-
 /// One update batch.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
@@ -286,7 +282,9 @@ impl Delta {
         o.indptr.push(0);
         for (i, &v) in ids.iter().enumerate() {
             let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
-            // Contiguous base edges keep their ids; see DELTA_EDGE otherwise.
+            // Edge ids stay base positions: a list changed since the last
+            // merge numbers its edges from its base list's first id, and
+            // ids are CSR positions again after the next merge.
             o.first_edge.push(csr.first_edge[i]);
             if any_deleted && self.deleted.contains(&v) {
                 o.indptr.push(o.indices.len() as u64);
