@@ -174,23 +174,55 @@ pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resu
                 hi += 1;
             }
             let part = &frontier[lo..hi];
-            let csr: Csr = store.neighbors(part, o.direction, o.weighted, false)?;
+            // A hub's extent: draw the positions first (the GTT knows its
+            // degree) and read only the pages that hold them, not the whole
+            // list. Same positions as a full read would draw.
+            let degrees = if o.weighted || k == ALL { vec![None; part.len()] } else { store.extent_degrees(part, o.direction)? };
+            let mut drawn: Vec<Option<Vec<usize>>> = vec![None; part.len()];
+            for (i, (&v, d)) in part.iter().zip(&degrees).enumerate() {
+                if let Some(d) = *d
+                    && (o.replace || (k as u64) < d)
+                {
+                    let mut rng = rng_for(o.seed, hop as u64, v);
+                    let mut p = Vec::new();
+                    choose(&mut rng, d as usize, k, o.replace, None, &mut p);
+                    drawn[i] = Some(p);
+                }
+            }
+            let req: Vec<(u64, u64, &[usize])> = (0..part.len()).filter_map(|i| Some((part[i], degrees[i]?, drawn[i].as_deref()?))).collect();
+            let at = if req.is_empty() { None } else { store.neighbors_at(o.direction, &req)? };
+            if at.is_none() {
+                drawn.iter_mut().for_each(|d| *d = None);
+            }
+            let full: Vec<u64> = (0..part.len()).filter(|&i| drawn[i].is_none()).map(|i| part[i]).collect();
+            let csr: Csr = store.neighbors(&full, o.direction, o.weighted, false)?;
+            let (mut f, mut q) = (0, 0);
             for (i, &v) in part.iter().enumerate() {
-                let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
-                let w = csr.weights.as_ref().map(|w| &w[a..b]);
-                let mut rng = rng_for(o.seed, hop as u64, v);
-                choose(&mut rng, b - a, k, o.replace, w, &mut picks);
                 let lv = (start + lo + i) as u64;
-                for &p in &picks {
-                    let u = csr.indices[a + p];
+                let mut emit = |u: u64, e: u64, out: &mut Sample| {
                     let lu = *local.entry(u).or_insert_with(|| {
                         out.node.push(u);
                         out.node.len() as u64 - 1
                     });
                     out.row.push(lu);
                     out.col.push(lv);
-                    out.edge.push(csr.first_edge[i] + p as u64);
+                    out.edge.push(e);
+                };
+                if let (Some(p), Some((ids, edges))) = (&drawn[i], &at) {
+                    for _ in p {
+                        emit(ids[q], edges[q], &mut out);
+                        q += 1;
+                    }
+                    continue;
                 }
+                let (a, b) = (csr.indptr[f] as usize, csr.indptr[f + 1] as usize);
+                let w = csr.weights.as_ref().map(|w| &w[a..b]);
+                let mut rng = rng_for(o.seed, hop as u64, v);
+                choose(&mut rng, b - a, k, o.replace, w, &mut picks);
+                for &p in &picks {
+                    emit(csr.indices[a + p], csr.first_edge[f] + p as u64, &mut out);
+                }
+                f += 1;
             }
             lo = hi;
         }

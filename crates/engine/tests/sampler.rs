@@ -180,3 +180,39 @@ fn hops_wider_than_one_read_part() {
         assert!(u == (v + 1) % n || u == (v + 2) % n, "{u} -> {v}");
     }
 }
+
+#[test]
+fn hub_extents_read_only_drawn_pages_and_match_full_reads() {
+    // Vertices 0..4 have in-degree 3,000: their lists are extents of several
+    // pages, sampled by drawing positions first and reading only the pages
+    // that hold them. The result must be what drawing from the whole list
+    // gives.
+    let n = 5_000u64;
+    let mut edges: Vec<(u64, u64, f32)> = Vec::new();
+    for hub in 0..4u64 {
+        edges.extend((0..3_000u64).map(|i| ((hub * 997 + i * 7) % n, hub, 1.0)));
+    }
+    edges.extend((4..n).map(|v| ((v * 13) % n, v, 1.0)));
+    let g = build(n, &edges);
+    assert!(g.store.extent_degrees(&[0, 1, 2, 3, 4], Direction::In).unwrap()[..4].iter().all(|d| d.is_some()));
+    for replace in [false, true] {
+        let o = SampleOptions { fanouts: vec![10, 3], replace, seed: 42, ..Default::default() };
+        let seeds = [0u64, 1, 2, 3, 4000];
+        g.store.reset_stats();
+        let s = sample_neighbors(&g.store, &seeds, &o).unwrap();
+        assert!(g.store.stats().pages_read() < 60, "read {} pages: whole hub lists were read", g.store.stats().pages_read());
+        // Reference: hop 0 drawn from the whole in-list of each seed.
+        let mut k = 0;
+        for (i, &v) in seeds.iter().enumerate() {
+            let list = &g.in_[v as usize];
+            let mut picks = Vec::new();
+            choose(&mut rng_for(42, 0, v), list.len(), 10, replace, None, &mut picks);
+            for &p in &picks {
+                assert_eq!(s.col[k], i as u64);
+                assert_eq!(s.node[s.row[k] as usize], list[p], "seed {v}, position {p}");
+                k += 1;
+            }
+        }
+        assert_eq!(k as u64, s.num_sampled_edges[0]);
+    }
+}

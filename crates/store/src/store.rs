@@ -513,6 +513,73 @@ impl Store {
         }
     }
 
+    /// The degree of each id whose list is an extent (None otherwise, and
+    /// for every id while updates are pending): known from the GTT's edge
+    /// counts without a read, so a sampler can draw positions first and
+    /// read only the pages that hold them (`neighbors_at`).
+    pub fn extent_degrees(&self, ids: &[u64], dir: Direction) -> Result<Vec<Option<u64>>> {
+        let base = self.base();
+        let gtt = base.gtt(dir)?;
+        if !self.delta.read().unwrap().is_empty() {
+            return Ok(vec![None; ids.len()]);
+        }
+        let total = base.sb.num_edges;
+        Ok(ids
+            .iter()
+            .map(|&v| match gtt.locate(v) {
+                Loc::Extent { first, len } => Some((first..first + len).map(|i| gtt.entry_edges(i, total)).sum()),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// For each `(v, degree, positions)`: the neighbors at those positions
+    /// of v's extent list (sorted as `neighbors` returns it) and their edge
+    /// ids, flattened, reading only the pages that hold them. None when a
+    /// list is no longer the extent of that degree (a merge or an update
+    /// came between): read the whole lists instead.
+    pub fn neighbors_at(&self, dir: Direction, req: &[(u64, u64, &[usize])]) -> Result<Option<(Vec<u64>, Vec<u64>)>> {
+        let base = self.base();
+        let gtt = base.gtt(dir)?;
+        let fmt = base.sb.fmt;
+        let per = fmt.per_extent_page(self.page_size());
+        let total = base.sb.num_edges;
+        let mut pages = Vec::new();
+        let mut at = Vec::new(); // (gtt index, page in extent, offset) per position
+        for &(v, degree, positions) in req {
+            let Loc::Extent { first, len } = gtt.locate(v) else { return Ok(None) };
+            if (first..first + len).map(|i| gtt.entry_edges(i, total)).sum::<u64>() != degree {
+                return Ok(None);
+            }
+            for &p in positions {
+                if p as u64 >= degree {
+                    return Err(StoreError::Invalid(format!("position {p} past the {degree} edges of vertex {v}")));
+                }
+                let j = p / per;
+                pages.push(gtt.page(first + j));
+                at.push((first + j, j, p % per, v));
+            }
+        }
+        let fetched = self.fetch(&pages)?;
+        let (mut ids, mut edges) = (Vec::with_capacity(at.len()), Vec::with_capacity(at.len()));
+        for (k, &(gi, j, off, v)) in at.iter().enumerate() {
+            let (pg, pno) = (&fetched[k], pages[k]);
+            let h = page::open_kind_trusted(pno, pg, Kind::Extent)?;
+            base.check_epoch(pno, h.epoch)?;
+            if h.key != v || h.aux as usize != j || off >= h.count as usize {
+                return Err(StoreError::Corrupt { page: pno, reason: format!("extent page {j} of vertex {v} is inconsistent") });
+            }
+            let d = h.count as usize;
+            ids.push(fmt.id_at(&pg[HEADER..HEADER + d * fmt.edge_bytes()], off));
+            edges.push(gtt.edges_before(gi) + off as u64);
+        }
+        let d = self.delta.read().unwrap();
+        if d.epoch != base.sb.epoch || !d.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some((ids, edges)))
+    }
+
     pub(crate) fn check_columns(&self, weights: bool, labels: bool) -> Result<()> {
         check_columns(&self.base().sb, weights, labels)
     }
