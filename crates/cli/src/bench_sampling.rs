@@ -60,6 +60,10 @@ pub struct SamplingArgs {
     /// Kill a worker after this long (the default mmap contender thrashes).
     #[arg(long, default_value_t = 120.0)]
     kill_seconds: f64,
+    /// Threads each contender samples with, batches handed out in order
+    /// (a training loader's workers; the same for every contender).
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
     /// Rows per batch of the feature-gather-alone comparison (~1024 x 250).
     #[arg(long, default_value_t = 256_000)]
     gather_rows: usize,
@@ -162,6 +166,8 @@ pub struct SamplingWorkerArgs {
     /// Run only the first N batches.
     #[arg(long, default_value_t = usize::MAX)]
     limit_batches: usize,
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
     #[arg(long)]
     cgroup: Option<PathBuf>,
     #[arg(long)]
@@ -310,6 +316,7 @@ pub fn run(a: SamplingArgs) -> CliResult {
                 ("--max-seconds", a.max_seconds.to_string()),
                 ("--inflight", a.inflight.to_string()),
                 ("--limit-batches", limit_batches.to_string()),
+                ("--workers", a.workers.to_string()),
             ] {
                 args.push(k.into());
                 args.push(v.into());
@@ -686,25 +693,47 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
     Ok(())
 }
 
-/// Runs the batches in order until --max-seconds of measured time.
-fn measure(a: &SamplingWorkerArgs, ids: &[u64], mut f: impl FnMut(&[u64]) -> CliResult<Out>) -> CliResult<WorkerReport> {
+/// Runs the batches until --max-seconds: one thread takes them in order
+/// (time = the sum of batch times), or --workers threads take the next
+/// batch as they free up (time = wall clock; checksums of the batches done
+/// in order from the first, so they compare with the other contenders).
+fn measure(a: &SamplingWorkerArgs, ids: &[u64], f: impl Fn(&[u64]) -> CliResult<Out> + Sync) -> CliResult<WorkerReport> {
     let (io0, f0) = (os_read_bytes(), major_faults());
     let cap = Duration::from_secs_f64(a.max_seconds);
-    let (mut lat, mut sums, mut nodes) = (Vec::new(), Vec::new(), 0u64);
-    let mut spent = Duration::ZERO;
-    for b in ids.chunks_exact(a.batch_size) {
-        if spent >= cap {
-            break;
+    let batches: Vec<&[u64]> = ids.chunks_exact(a.batch_size).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: std::sync::Mutex<Vec<(usize, Duration, Out)>> = std::sync::Mutex::new(Vec::new());
+    let spent = std::sync::Mutex::new(Duration::ZERO);
+    let t0 = Instant::now();
+    let work = || -> CliResult<()> {
+        loop {
+            let over = if a.workers <= 1 { *spent.lock().unwrap() >= cap } else { t0.elapsed() >= cap };
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if over || i >= batches.len() {
+                return Ok(());
+            }
+            let t = Instant::now();
+            let out = f(batches[i])?;
+            let dt = t.elapsed();
+            *spent.lock().unwrap() += dt;
+            done.lock().unwrap().push((i, dt, out));
         }
-        let t = Instant::now();
-        let out = f(b)?;
-        let dt = t.elapsed();
-        spent += dt;
-        lat.push(dt);
-        nodes += out.nodes;
-        sums.push(out.sum);
-    }
-    let seconds = lat.iter().sum::<Duration>().as_secs_f64();
+    };
+    std::thread::scope(|sc| -> CliResult<()> {
+        let hs: Vec<_> = (1..a.workers.max(1)).map(|_| sc.spawn(&work)).collect();
+        work()?;
+        for h in hs {
+            h.join().map_err(|_| BenchError::Invalid("sampling thread panicked".into()))??;
+        }
+        Ok(())
+    })?;
+    let wall = t0.elapsed();
+    let mut done = done.into_inner().unwrap();
+    done.sort_by_key(|d| d.0);
+    let mut lat: Vec<Duration> = done.iter().map(|d| d.1).collect();
+    let nodes = done.iter().map(|d| d.2.nodes).sum();
+    let sums: Vec<u64> = done.iter().enumerate().take_while(|(k, d)| d.0 == *k).map(|(_, d)| d.2.sum).collect();
+    let seconds = if a.workers <= 1 { lat.iter().sum::<Duration>().as_secs_f64() } else { wall.as_secs_f64() };
     lat.sort_unstable();
     let q = |x: f64| lat[((lat.len() - 1) as f64 * x).round() as usize].as_secs_f64() * 1e3;
     Ok(WorkerReport {
