@@ -5,9 +5,10 @@
 //! pinned pages. A batch looks up all its pages under one lock, loads every
 //! miss in one batch outside the lock, then inserts them under one lock.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap;
 
 use crate::error::Result;
 
@@ -27,7 +28,8 @@ struct Node {
 /// the head, clearing `visited` bits, and evicts the first unvisited page.
 #[derive(Default)]
 struct Sieve {
-    map: HashMap<u64, u32>,
+    /// Page number -> node; Fx hashing: a batch probes it once per page.
+    map: FxHashMap<u64, u32>,
     nodes: Vec<Node>,
     free: Vec<u32>,
     head: u32,
