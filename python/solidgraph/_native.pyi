@@ -124,7 +124,7 @@ def import_graph(
     gets (phase, done, total). A failed import leaves nothing behind.
     """
 
-def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False, delta_budget: int = 256 << 20) -> Graph:
+def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False, delta_budget: int = 256 << 20, row_cache_bytes: int = 0) -> Graph:
     """Opens a store with a page cache of `cache_bytes` (0: no cache).
     `writable=True` takes the store's writer lock (one writer process; a
     second gets SolidGraphError "locked") and enables the update methods.
@@ -132,7 +132,10 @@ def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False, d
     readers see acknowledged updates. Pending updates over `delta_budget`
     bytes are merged into pages by the write that crosses it (0: only
     `merge()` merges). A reader opened before a merge by another process
-    raises SolidGraphError ("reopen it") rather than read moved pages."""
+    raises SolidGraphError ("reopen it") rather than read moved pages.
+    `row_cache_bytes` (read-only opens) adds a cache of tensor rows: a hot
+    row shares its page with cold ones, so caching rows keeps more hot
+    features per byte; tensor pages then bypass the page cache."""
 
 @final
 class Graph:

@@ -64,6 +64,10 @@ pub struct SamplingArgs {
     /// (a training loader's workers; the same for every contender).
     #[arg(long, default_value_t = 1)]
     workers: usize,
+    /// Share of SolidGraph's cache budget given to a cache of feature rows
+    /// (the rest caches pages): the caching policy compared.
+    #[arg(long, default_value_t = 0.0)]
+    row_cache_share: f64,
     /// Rows per batch of the feature-gather-alone comparison (~1024 x 250).
     #[arg(long, default_value_t = 256_000)]
     gather_rows: usize,
@@ -168,6 +172,8 @@ pub struct SamplingWorkerArgs {
     limit_batches: usize,
     #[arg(long, default_value_t = 1)]
     workers: usize,
+    #[arg(long, default_value_t = 0)]
+    row_cache_bytes: u64,
     #[arg(long)]
     cgroup: Option<PathBuf>,
     #[arg(long)]
@@ -191,6 +197,9 @@ struct WorkerReport {
     pages_read: Option<u64>,
     cache_hits: Option<u64>,
     cache_misses: Option<u64>,
+    /// Row cache (hits, misses), when SolidGraph had one.
+    #[serde(default)]
+    row_hits: Option<(u64, u64)>,
     checksums: Vec<u64>,
 }
 
@@ -299,9 +308,10 @@ pub fn run(a: SamplingArgs) -> CliResult {
             let cg = if in_cg { Some(Cgroup::create(&format!("sampling-{}", c.name()), limit)?) } else { None };
             let (bf, bs) = if c.gather() { (gather_file(&g.l), a.gather_rows) } else { (seeds_file(&g.l), a.batch_size) };
             let limit_batches = if c == Contender::Cached { a.oracle_batches.max(1) } else { usize::MAX };
+            let rows = if c.mmap() || c == Contender::Cached { 0 } else { (a.row_cache_share.clamp(0.0, 1.0) * cache_bytes as f64) as u64 };
             let cb = match c {
                 Contender::Cached => g.store_bytes + (64 << 20),
-                _ => cache_bytes,
+                _ => cache_bytes - rows,
             };
             let mut args: Vec<OsString> = ["bench", "sampling-worker", "--contender", c.name(), "--dir"].map(OsString::from).to_vec();
             args.push(g.l.dir.clone().into());
@@ -317,6 +327,7 @@ pub fn run(a: SamplingArgs) -> CliResult {
                 ("--inflight", a.inflight.to_string()),
                 ("--limit-batches", limit_batches.to_string()),
                 ("--workers", a.workers.to_string()),
+                ("--row-cache-bytes", rows.to_string()),
             ] {
                 args.push(k.into());
                 args.push(v.into());
@@ -524,6 +535,13 @@ impl Report<'_> {
                 100.0 * hit
             );
         }
+        if let Some((h, mi)) = self.median(Contender::Solidgraph).and_then(|m| m.w.as_ref()?.row_hits) {
+            println!(
+                "S caches: {:.0}% of the budget caches feature rows (row hit rate {:.1}%), the rest pages",
+                100.0 * self.a.row_cache_share,
+                100.0 * h as f64 / (h + mi).max(1) as f64
+            );
+        }
         println!("gather alone S / mmap (best: {}): {}   bar >= {BAR_GATHER}x: {}", b["gather_mmap_best"].as_str().unwrap_or("-"), f("gather_speedup_vs_mmap_best"), pass("gather_3x"));
         println!("verified: every finished run equals SolidGraph's batches (nodes, edges, edge ids, feature bytes) over {} batches", self.verified);
         for f in &self.failures {
@@ -658,7 +676,10 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
             })
         })?
     } else {
-        let store = Store::open(&l.store(), &OpenOptions { cache_bytes: a.cache_bytes, backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() })?;
+        let store = Store::open(
+            &l.store(),
+            &OpenOptions { cache_bytes: a.cache_bytes, row_cache_bytes: a.row_cache_bytes, backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() },
+        )?;
         let o = SampleOptions { fanouts: a.fanouts.clone(), direction: Direction::In, seed: a.seed, tensors: vec!["x".into()], ..Default::default() };
         let run = |b: &[u64]| -> CliResult<Out> {
             Ok(if c.gather() {
@@ -686,6 +707,7 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
         r.pages_read = Some(s.pages_read() * (store.page_size() as u64 / PAGE));
         r.cache_hits = Some(s.cache.hits);
         r.cache_misses = Some(s.cache.misses);
+        r.row_hits = s.rows.map(|x| (x.hits, x.misses));
         r
     };
     rep.checksums.shrink_to_fit();
@@ -750,6 +772,7 @@ fn measure(a: &SamplingWorkerArgs, ids: &[u64], f: impl Fn(&[u64]) -> CliResult<
         pages_read: None,
         cache_hits: None,
         cache_misses: None,
+        row_hits: None,
         checksums: sums,
     })
 }

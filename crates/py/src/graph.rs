@@ -617,11 +617,12 @@ impl Graph {
 /// `writable=True` takes the store's writer lock (one writer process) and
 /// enables the update methods; every open replays the write-ahead log.
 /// Pending updates over `delta_budget` bytes are merged into pages by the
-/// write that crosses it (0: only `merge()` merges).
+/// write that crosses it (0: only `merge()` merges). `row_cache_bytes`
+/// (read-only opens) caches tensor rows rather than pages.
 #[pyfunction]
-#[pyo3(signature = (path, cache_bytes=268435456, writable=false, delta_budget=268435456))]
-pub fn open(py: Python<'_>, path: PathBuf, cache_bytes: u64, writable: bool, delta_budget: u64) -> PyResult<Graph> {
-    let opts = OpenOptions { cache_bytes, writable, delta_budget, ..Default::default() };
+#[pyo3(signature = (path, cache_bytes=268435456, writable=false, delta_budget=268435456, row_cache_bytes=0))]
+pub fn open(py: Python<'_>, path: PathBuf, cache_bytes: u64, writable: bool, delta_budget: u64, row_cache_bytes: u64) -> PyResult<Graph> {
+    let opts = OpenOptions { cache_bytes, writable, delta_budget, row_cache_bytes, ..Default::default() };
     let store = py.allow_threads(|| Store::open(&path, &opts)).map_err(err)?;
     Ok(Graph { slot: Arc::new(StoreSlot::new(path, opts, store, false)) })
 }

@@ -49,11 +49,17 @@ pub struct OpenOptions {
     /// Memory the pending updates may hold before a write merges them into
     /// pages (0: merge only on request).
     pub delta_budget: u64,
+    /// A cache of tensor rows (not pages) with this budget, for read-only
+    /// opens: a hot row shares its page with cold ones, so caching rows
+    /// holds several times more hot rows per byte. Tensor pages then bypass
+    /// the page cache, which keeps adjacency. 0: rows go through the page
+    /// cache.
+    pub row_cache_bytes: u64,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { cache_bytes: 256 << 20, backend: BackendChoice::Auto, inflight_per_member: 64, writable: false, delta_budget: 256 << 20 }
+        OpenOptions { cache_bytes: 256 << 20, backend: BackendChoice::Auto, inflight_per_member: 64, writable: false, delta_budget: 256 << 20, row_cache_bytes: 0 }
     }
 }
 
@@ -81,6 +87,8 @@ pub struct Rows {
 #[derive(Debug, Clone, Default)]
 pub struct StoreStats {
     pub cache: CacheStats,
+    /// The row cache's, when there is one (hits and misses count rows).
+    pub rows: Option<CacheStats>,
     pub members: Vec<MemberStats>,
 }
 
@@ -153,6 +161,9 @@ struct Shared {
     path: PathBuf,
     vol: Volume,
     cache: PageCache,
+    /// Tensor rows keyed `tensor << 48 | row` (same SIEVE cache, other
+    /// keys). Only in read-only opens: no merge here can change a row.
+    rows: Option<PageCache>,
 }
 
 pub struct Store {
@@ -242,7 +253,12 @@ impl Store {
         }
         let base = load_base(&vol, sb)?;
         let mut s = Store {
-            shared: Arc::new(Shared { path: path.to_path_buf(), vol, cache: PageCache::new(opts.cache_bytes as usize) }),
+            shared: Arc::new(Shared {
+                path: path.to_path_buf(),
+                vol,
+                cache: PageCache::new(opts.cache_bytes as usize),
+                rows: (opts.row_cache_bytes > 0 && !opts.writable).then(|| PageCache::new(opts.row_cache_bytes as usize)),
+            }),
             delta: RwLock::new(Delta::new(&base, base.sb.directed && base.sb.inn.is_none())),
             base: RwLock::new(Arc::new(base)),
             writer: None,
@@ -391,17 +407,23 @@ impl Store {
     }
 
     pub fn stats(&self) -> StoreStats {
-        StoreStats { cache: self.shared.cache.stats(), members: self.shared.vol.stats() }
+        StoreStats { cache: self.shared.cache.stats(), rows: self.shared.rows.as_ref().map(|r| r.stats()), members: self.shared.vol.stats() }
     }
 
     pub fn reset_stats(&self) {
         self.shared.cache.reset_stats();
+        if let Some(r) = &self.shared.rows {
+            r.reset_stats();
+        }
         self.shared.vol.reset_stats();
     }
 
-    /// Empties the page cache (for cold measurements).
+    /// Empties the page and row caches (for cold measurements).
     pub fn clear_cache(&self) {
         self.shared.cache.clear();
+        if let Some(r) = &self.shared.rows {
+            r.clear();
+        }
     }
 
     pub(crate) fn cache(&self) -> &PageCache {
@@ -734,6 +756,25 @@ impl Store {
     /// Copies the rows `ids` of tensor `ti` held in pages into `data`
     /// (row-major); rows without a page yet are left as they are.
     pub(crate) fn tensor_pages_into(&self, base: &Base, ti: usize, ids: &[u64], data: &mut [u8]) -> Result<()> {
+        let Some(rc) = &self.shared.rows else { return self.rows_from_pages(base, ti, ids, data, true) };
+        let rb = base.sb.tensors[ti].row_bytes() as usize;
+        let have: Vec<usize> = (0..ids.len()).filter(|&i| ids[i] < base.sb.tensors[ti].rows).collect();
+        let keys: Vec<u64> = have.iter().map(|&i| (ti as u64) << 48 | ids[i]).collect();
+        let got = rc.get_many(&keys, |missing| {
+            let rows: Vec<u64> = missing.iter().map(|k| k & ((1 << 48) - 1)).collect();
+            let mut buf = vec![0u8; rows.len() * rb];
+            self.rows_from_pages(base, ti, &rows, &mut buf, false)?;
+            Ok(buf.chunks_exact(rb.max(1)).map(Arc::from).collect())
+        })?;
+        for (j, &i) in have.iter().enumerate() {
+            data[i * rb..(i + 1) * rb].copy_from_slice(&got[j]);
+        }
+        Ok(())
+    }
+
+    /// Copies rows `ids` from the tensor's pages, read through the page
+    /// cache or straight from the volume.
+    fn rows_from_pages(&self, base: &Base, ti: usize, ids: &[u64], data: &mut [u8], cached: bool) -> Result<()> {
         const TENSOR_PART_PAGES: u64 = 16 * 1024;
         let t = &base.sb.tensors[ti];
         let ps = self.page_size();
@@ -754,7 +795,7 @@ impl Store {
                     index.push(k);
                 }
             }
-            let fetched = self.fetch(&pages)?;
+            let fetched = if cached { self.fetch(&pages)? } else { self.fetch_direct(&pages)? };
             let mut k = 0;
             for &i in rows {
                 let mut off = ids[i] * rb;

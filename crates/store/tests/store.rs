@@ -265,12 +265,22 @@ fn big_tensor_rows_straddle_pages() {
     let out = dir.path().join("t");
     let t = TensorInput { name: "feat".into(), data: TensorData::Memory { dtype: DType::F32, rows: n, dim, bytes: bytes.clone() } };
     import(&out, &[mem_input(&g, &o)], &[t], &o, &quiet).unwrap();
-    let s = Store::open(&out, &OpenOptions { cache_bytes: 0, ..Default::default() }).unwrap();
-    let ids: Vec<u64> = (0..n).rev().step_by(7).collect();
-    let rows = s.tensor("feat", &ids).unwrap();
-    for (i, &r) in ids.iter().enumerate() {
-        let rb = (dim * 4) as usize;
-        assert_eq!(&rows.data[i * rb..(i + 1) * rb], &bytes[r as usize * rb..(r as usize + 1) * rb]);
+    let rb = (dim * 4) as usize;
+    // Through the page cache, and through a row cache (hits the second time).
+    for row_cache_bytes in [0, 64 * rb as u64] {
+        let s = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes, ..Default::default() }).unwrap();
+        let mut ids: Vec<u64> = (0..n).rev().step_by(7).collect();
+        ids.extend([3, 3, 999]);
+        for _ in 0..2 {
+            let rows = s.tensor("feat", &ids).unwrap();
+            for (i, &r) in ids.iter().enumerate() {
+                assert_eq!(&rows.data[i * rb..(i + 1) * rb], &bytes[r as usize * rb..(r as usize + 1) * rb]);
+            }
+        }
+        if row_cache_bytes > 0 {
+            let st = s.stats().rows.unwrap();
+            assert!(st.hits > 0 && st.bytes <= row_cache_bytes, "{st:?}");
+        }
     }
 }
 
