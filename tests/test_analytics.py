@@ -190,8 +190,10 @@ def test_bad_analytics_input(tmp_path):
         g.pagerank(damping=1.5)
     with pytest.raises(SolidGraphError, match="tolerance must be positive"):
         g.pagerank(tol=-1.0)
-    with pytest.raises(OverflowError):
+    with pytest.raises(SolidGraphError, match="source -1 is not a vertex id"):
         g.bfs(-1)
+    with pytest.raises(SolidGraphError, match="target -2 is not a vertex id"):
+        g.bfs(0, target=-2)
     solidgraph.import_graph(tmp_path / "d", ([0, 1], [1, 2]))
     d = solidgraph.open(tmp_path / "d")
     for name in ("kcore", "mis", "cdlp", "lcc"):

@@ -74,6 +74,12 @@ pub struct Graph {
     slot: Arc<StoreSlot>,
 }
 
+/// A vertex id argument: negative ids are SolidGraphError, like ids past
+/// the end, not Python's OverflowError.
+fn vertex_id(v: i64, what: &str) -> PyResult<u64> {
+    u64::try_from(v).map_err(|_| err(format!("{what} {v} is not a vertex id (ids are >= 0)")))
+}
+
 fn parse_direction(s: &str) -> PyResult<Direction> {
     s.parse().map_err(err)
 }
@@ -377,7 +383,8 @@ impl Graph {
     /// shortest path (the source is its own; -1 when unreached).
     #[pyo3(signature = (source, target=None, parents=false, progress=ProgressArg::default()))]
     #[pyo3(text_signature = "(self, source, target=None, parents=False, progress=False)")]
-    fn bfs<'py>(&self, py: Python<'py>, source: u64, target: Option<u64>, parents: bool, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn bfs<'py>(&self, py: Python<'py>, source: i64, target: Option<i64>, parents: bool, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let (source, target) = (vertex_id(source, "source")?, target.map(|t| vertex_id(t, "target")).transpose()?);
         let rep = Reporter::new(py, "bfs", progress)?;
         let store = self.store()?;
         let r = py.allow_threads(|| bfs::bfs(&store, source, target, parents, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
@@ -437,7 +444,8 @@ impl Graph {
     /// float64; inf where unreachable.
     #[pyo3(signature = (source, progress=ProgressArg::default()))]
     #[pyo3(text_signature = "(self, source, progress=False)")]
-    fn sssp<'py>(&self, py: Python<'py>, source: u64, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    fn sssp<'py>(&self, py: Python<'py>, source: i64, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let source = vertex_id(source, "source")?;
         let rep = Reporter::new(py, "sssp", progress)?;
         let store = self.store()?;
         let r = py.allow_threads(|| sssp::sssp(&store, source, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
