@@ -343,3 +343,16 @@ def test_graph_pickles_as_its_path(g):
     assert h.path == g.path and h.stats()["cache_budget"] == g.stats()["cache_budget"]
     assert h.has_in_edges and h.degree([0, 1]).tolist() == g.degree([0, 1]).tolist()
 
+
+
+def test_row_cache_gives_the_same_samples(g):
+    # The same store opened with a row cache: identical samples and
+    # features; the second pass hits the rows the first one cached.
+    r = solidgraph.open(g.path, cache_bytes=1 << 20, row_cache_bytes=4 << 20)
+    seeds = np.arange(0, 200, 3)
+    for _ in range(2):
+        a = g.sample_neighbors(seeds, [5, 3], seed=7, tensors=["x"])
+        b = r.sample_neighbors(seeds, [5, 3], seed=7, tensors=["x"])
+        np.testing.assert_array_equal(a.node, b.node)
+        np.testing.assert_array_equal(a.tensors["x"], b.tensors["x"])
+    np.testing.assert_array_equal(r.tensor("x", [5, 5, 9]), g.tensor("x", [5, 5, 9]))
