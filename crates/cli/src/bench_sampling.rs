@@ -274,12 +274,13 @@ pub fn run(a: SamplingArgs) -> CliResult {
     files.push(features_path(&g.l));
     let cache_bytes = ((g.store_bytes as f64 * a.cache_fraction) as u64).max(PAGE);
     // One batch's output: every sampled node's feature row, held once by the
-    // sampler and once as pages read for it.
+    // sampler and once as pages read for it; each worker thread has a batch
+    // in hand.
     let fan: u64 = a.fanouts.iter().scan(1u64, |acc, &f| {
         *acc *= f.max(1) as u64;
         Some(*acc)
     }).sum::<u64>() + 1;
-    let batch_bytes = 2 * a.batch_size as u64 * fan * 4 * a.dim;
+    let batch_bytes = 2 * a.workers.max(1) as u64 * a.batch_size as u64 * fan * 4 * a.dim;
     let limit = a.memory_budget.unwrap_or(cache_bytes + PROCESS_OVERHEAD + batch_bytes);
 
     let seeds = draw_ids(&g.l, g.meta, a.seed, a.batches * a.batch_size, true)?;
@@ -476,11 +477,12 @@ impl Report<'_> {
             println!("import (edges + features): {e} input edges in {s:.1} s; preparation {:.1} s in all", self.prep_seconds);
         }
         println!(
-            "store {:.0} MiB (adjacency + features); page cache {:.0} MiB ({:.0}%); memory limit {:.0} MiB (cache + 64 MiB + 2 x one batch's features): {}",
+            "store {:.0} MiB (adjacency + features); page cache {:.0} MiB ({:.0}%); memory limit {:.0} MiB (cache + 64 MiB + 2 x one batch's features per worker, {} worker(s)): {}",
             mib(g.store_bytes),
             mib(self.cache_bytes),
             100.0 * self.a.cache_fraction,
             mib(self.limit),
+            self.a.workers.max(1),
             if self.cgroups { "cgroup v1 per contender ((b) unlimited)" } else { "NOT enforced" }
         );
         println!(
