@@ -5,11 +5,14 @@
 //! the chunk (one sequential run of merged large I/Os) when they would touch
 //! a large share of its pages, or batched with other chunks' members into
 //! selective page reads through the cache (Graphene and Blaze make the same
-//! choice). A reader thread runs the I/O one job ahead of the thread that
-//! applies the algorithm, so both cores work.
+//! choice). A reader thread plans and runs the I/O one batch ahead of the
+//! thread that applies the algorithm, which may spread a batch's vertices
+//! over both cores.
 
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::mpsc::sync_channel;
 
+use solidgraph_store::gtt::{Gtt, Loc};
 use solidgraph_store::{Csr, Direction, Store};
 
 use crate::error::{EngineError, Result};
@@ -18,15 +21,160 @@ use crate::error::{EngineError, Result};
 const CHUNK_PAGES: usize = 1024;
 /// Vertices per selective read batch.
 const SPARSE_BATCH: usize = 16 * 1024;
+/// Pages per selective read batch, as many as a chunk: a batch of hubs
+/// would otherwise hold their whole extents (and their decoded lists, twice
+/// the size) at once, with up to three batches alive.
+const SPARSE_PAGES: usize = CHUNK_PAGES;
 /// A random page read costs about this many sequential ones on our disks
 /// (fio: 114K IOPS x 4 KiB at depth 64 against 1.28 GB/s sequential).
 const RANDOM_COST: f64 = 2.7;
+
+/// The vertices a pass visits.
+#[derive(Clone, Copy)]
+pub enum Frontier<'f> {
+    /// Every vertex: a full scan, in id order.
+    All,
+    /// Sorted, distinct ids.
+    Ids(&'f [u64]),
+    /// Members of a set (no id list: a large frontier costs n/8 bytes). The
+    /// set may grow during the pass: members added at or above
+    /// `Lists::planned()` are visited in it.
+    Set(&'f Bitset),
+}
+
+impl Frontier<'_> {
+    fn count(&self, lo: u64, hi: u64) -> u64 {
+        match self {
+            Frontier::All => hi - lo,
+            Frontier::Ids(ids) => (ids.partition_point(|&x| x < hi) - ids.partition_point(|&x| x < lo)) as u64,
+            Frontier::Set(s) => s.count_range(lo, hi),
+        }
+    }
+
+    /// Calls `f` for every member in [lo, hi), in order.
+    fn each(&self, lo: u64, hi: u64, mut f: impl FnMut(u64)) {
+        match self {
+            Frontier::All => (lo..hi).for_each(f),
+            Frontier::Ids(ids) => ids[ids.partition_point(|&x| x < lo)..ids.partition_point(|&x| x < hi)].iter().for_each(|&v| f(v)),
+            Frontier::Set(s) => s.each_range(lo, hi, f),
+        }
+    }
+}
+
+/// A set of vertex ids, one bit each, that one thread can grow while
+/// another reads it.
+pub struct Bitset {
+    words: Vec<AtomicU64>,
+}
+
+impl Bitset {
+    pub fn new(n: u64) -> Bitset {
+        Bitset { words: (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect() }
+    }
+
+    /// Sequentially consistent, so that a reader planning a pass sees the
+    /// member or `Lists::planned()` says it has passed it.
+    pub fn insert(&self, v: u64) {
+        self.words[(v / 64) as usize].fetch_or(1 << (v % 64), SeqCst);
+    }
+
+    pub fn contains(&self, v: u64) -> bool {
+        self.words[(v / 64) as usize].load(SeqCst) >> (v % 64) & 1 == 1
+    }
+
+    pub fn clear(&mut self) {
+        self.words.iter_mut().for_each(|w| *w.get_mut() = 0);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|w| w.load(SeqCst) == 0)
+    }
+
+    pub fn len(&self) -> u64 {
+        self.words.iter().map(|w| w.load(SeqCst).count_ones() as u64).sum()
+    }
+
+    /// The bits of word `i` that fall in [lo, hi).
+    fn word_in(&self, i: u64, lo: u64, hi: u64) -> u64 {
+        let mut w = self.words[i as usize].load(SeqCst);
+        if i == lo / 64 {
+            w &= !0u64 << (lo % 64);
+        }
+        if i == (hi - 1) / 64 && hi % 64 != 0 {
+            w &= !(!0u64 << (hi % 64));
+        }
+        w
+    }
+
+    fn count_range(&self, lo: u64, hi: u64) -> u64 {
+        if lo >= hi {
+            return 0;
+        }
+        (lo / 64..=(hi - 1) / 64).map(|i| self.word_in(i, lo, hi).count_ones() as u64).sum()
+    }
+
+    fn each_range(&self, lo: u64, hi: u64, mut f: impl FnMut(u64)) {
+        if lo >= hi {
+            return;
+        }
+        for i in lo / 64..=(hi - 1) / 64 {
+            let mut w = self.word_in(i, lo, hi);
+            while w != 0 {
+                f(i * 64 + w.trailing_zeros() as u64);
+                w &= w - 1;
+            }
+        }
+    }
+}
+
+/// Lists read in one batch, and which of them the pass visits.
+pub struct Batch {
+    rows: Rows,
+    csr: Csr,
+}
+
+enum Rows {
+    /// The CSR holds every vertex of [first, first + rows); `members` are
+    /// the ones to visit (None: all).
+    Range { first: u64, members: Option<Vec<u64>> },
+    /// The CSR holds these vertices' lists, all visited.
+    Ids(Vec<u64>),
+}
+
+impl Batch {
+    /// Number of visited vertices.
+    pub fn len(&self) -> usize {
+        match &self.rows {
+            Rows::Range { members: Some(m), .. } => m.len(),
+            Rows::Range { members: None, .. } => self.csr.indptr.len() - 1,
+            Rows::Ids(ids) => ids.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The i-th visited vertex, its list and (when requested) its weights.
+    pub fn get(&self, i: usize) -> (u64, &[u64], &[f32]) {
+        let (v, row) = match &self.rows {
+            Rows::Range { first, members: Some(m) } => (m[i], (m[i] - first) as usize),
+            Rows::Range { first, members: None } => (first + i as u64, i),
+            Rows::Ids(ids) => (ids[i], i),
+        };
+        let (a, b) = (self.csr.indptr[row] as usize, self.csr.indptr[row + 1] as usize);
+        let w = self.csr.weights.as_deref().map_or(&[][..], |w| &w[a..b]);
+        (v, &self.csr.indices[a..b], w)
+    }
+}
 
 /// Neighbor lists of one direction, optionally with weights.
 pub struct Lists<'a> {
     store: &'a Store,
     /// Out, or out then in: the undirected view of a directed store.
     dirs: Vec<Direction>,
+    /// Their translation tables, for the pages of a list.
+    gtts: Vec<&'a Gtt>,
     weights: bool,
     ranges: Vec<(u64, u64)>,
     /// Adjacency pages per range, for the dense/sparse choice.
@@ -34,10 +182,12 @@ pub struct Lists<'a> {
     /// Range reads go through the page cache: only when it can hold the
     /// whole store (else a scan would just evict everything).
     cached_ranges: bool,
+    /// Vertices below this have been planned in the current pass.
+    planned: AtomicU64,
 }
 
 enum Job {
-    Range(u64, u64),
+    Range(u64, u64, Option<Vec<u64>>),
     Ids(Vec<u64>),
 }
 
@@ -55,6 +205,7 @@ impl<'a> Lists<'a> {
         }
         let mut l = Lists::new(store, Direction::Out, false)?;
         l.dirs.push(Direction::In);
+        l.gtts.push(store.gtt(Direction::In)?);
         Ok(l)
     }
 
@@ -74,98 +225,133 @@ impl<'a> Lists<'a> {
             .map(|w| (w[1] - w[0]).max(1))
             .collect();
         let cached_ranges = store.stats().cache.budget >= store.size_bytes();
-        Ok(Lists { store, dirs: vec![dir], weights, ranges, range_pages, cached_ranges })
+        Ok(Lists { store, dirs: vec![dir], gtts: vec![gtt], weights, ranges, range_pages, cached_ranges, planned: AtomicU64::new(0) })
     }
 
     pub fn store(&self) -> &Store {
         self.store
     }
 
+    /// During a pass over `Frontier::Set`: a member added below this will
+    /// not be visited in the pass (its part of the set was already read).
+    pub fn planned(&self) -> u64 {
+        self.planned.load(SeqCst)
+    }
+
     /// Calls `f(v, neighbors, weights)` for every vertex, in id order
     /// (vertices without edges get empty lists). Weights are empty unless
     /// requested.
-    pub fn scan(&self, f: impl FnMut(u64, &[u64], &[f32])) -> Result<()> {
-        let jobs = self.ranges.iter().map(|&(lo, hi)| Job::Range(lo, hi)).collect();
-        self.pump(jobs, None, f)
+    pub fn scan(&self, mut f: impl FnMut(u64, &[u64], &[f32])) -> Result<()> {
+        self.batches(Frontier::All, |b| (0..b.len()).for_each(|i| {
+            let (v, l, w) = b.get(i);
+            f(v, l, w)
+        }))
     }
 
     /// Calls `f` for every vertex of `frontier` (sorted, distinct), in no
     /// particular order.
-    pub fn visit(&self, frontier: &[u64], f: impl FnMut(u64, &[u64], &[f32])) -> Result<()> {
+    pub fn visit(&self, frontier: &[u64], mut f: impl FnMut(u64, &[u64], &[f32])) -> Result<()> {
         debug_assert!(frontier.windows(2).all(|w| w[0] < w[1]), "frontier must be sorted and distinct");
-        let mut jobs = Vec::new();
-        let mut sparse: Vec<u64> = Vec::new();
-        let mut at = 0;
-        for (r, &(lo, hi)) in self.ranges.iter().enumerate() {
-            let start = at;
-            while at < frontier.len() && frontier[at] < hi {
-                at += 1;
+        self.batches(Frontier::Ids(frontier), |b| (0..b.len()).for_each(|i| {
+            let (v, l, w) = b.get(i);
+            f(v, l, w)
+        }))
+    }
+
+    /// Hands `f` the frontier's lists one read batch at a time: for `All`,
+    /// whole chunks in id order; otherwise in no particular order. The
+    /// reads run on a helper thread one batch ahead of `f`.
+    pub fn batches(&self, frontier: Frontier, mut f: impl FnMut(&Batch)) -> Result<()> {
+        self.planned.store(0, SeqCst);
+        let (tx, rx) = sync_channel::<Result<Batch>>(1);
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let send = |job: Job| {
+                    let got = self.read(job);
+                    let stop = got.is_err();
+                    // A closed channel means the consumer stopped.
+                    tx.send(got).is_ok() && !stop
+                };
+                self.plan(frontier, send);
+            });
+            for got in rx {
+                f(&got?);
             }
-            let members = &frontier[start..at];
-            if members.is_empty() {
+            Ok(())
+        })
+    }
+
+    /// Cuts the frontier into read jobs and hands each to `send` as soon as
+    /// it is planned, until `send` says stop.
+    fn plan(&self, frontier: Frontier, mut send: impl FnMut(Job) -> bool) {
+        let mut sparse: Vec<u64> = Vec::new();
+        let mut sparse_pages = 0usize;
+        for (r, &(lo, hi)) in self.ranges.iter().enumerate() {
+            // Before reading the chunk's members: see `Bitset::insert`.
+            self.planned.store(hi, SeqCst);
+            let members = frontier.count(lo, hi);
+            if members == 0 {
                 continue;
             }
-            debug_assert!(members[0] >= lo);
-            if members.len() as f64 * RANDOM_COST >= self.range_pages[r] as f64 {
-                jobs.push(Job::Range(lo, hi));
+            if matches!(frontier, Frontier::All) {
+                if !send(Job::Range(lo, hi, None)) {
+                    return;
+                }
+            } else if members as f64 * RANDOM_COST >= self.range_pages[r] as f64 {
+                let mut m = Vec::with_capacity(members as usize);
+                frontier.each(lo, hi, |v| m.push(v));
+                if !send(Job::Range(lo, hi, Some(m))) {
+                    return;
+                }
             } else {
-                sparse.extend_from_slice(members);
-                if sparse.len() >= SPARSE_BATCH {
-                    jobs.push(Job::Ids(std::mem::take(&mut sparse)));
+                let mut stop = false;
+                frontier.each(lo, hi, |v| {
+                    if stop {
+                        return;
+                    }
+                    sparse.push(v);
+                    sparse_pages += self.gtts.iter().map(|g| list_pages(g, v)).sum::<usize>();
+                    if sparse.len() >= SPARSE_BATCH || sparse_pages >= SPARSE_PAGES {
+                        sparse_pages = 0;
+                        stop = !send(Job::Ids(std::mem::take(&mut sparse)));
+                    }
+                });
+                if stop {
+                    return;
                 }
             }
         }
         if !sparse.is_empty() {
-            jobs.push(Job::Ids(sparse));
+            send(Job::Ids(sparse));
         }
-        self.pump(jobs, Some(frontier), f)
     }
 
-    /// Runs the reads on a helper thread one job ahead of `f`. For range jobs
-    /// under a frontier, only members are handed to `f`.
-    fn pump(&self, jobs: Vec<Job>, frontier: Option<&[u64]>, mut f: impl FnMut(u64, &[u64], &[f32])) -> Result<()> {
-        let (tx, rx) = sync_channel::<Result<(Job, Csr)>>(1);
-        let (store, dirs, weights, cached) = (self.store, &self.dirs, self.weights, self.cached_ranges);
-        std::thread::scope(|s| {
-            s.spawn(move || {
-                for job in jobs {
-                    let read = |dir| match &job {
-                        Job::Range(lo, hi) if cached => store.neighbors(&(*lo..*hi).collect::<Vec<_>>(), dir, weights, false),
-                        Job::Range(lo, hi) => store.read_range(dir, *lo, *hi, weights),
-                        Job::Ids(ids) => store.neighbors(ids, dir, weights, false),
-                    };
-                    let csr = match dirs.as_slice() {
-                        [d] => read(*d),
-                        [a, b] => read(*a).and_then(|x| Ok(concat(&x, &read(*b)?))),
-                        _ => unreachable!("one or two directions"),
-                    };
-                    let stop = csr.is_err();
-                    if tx.send(csr.map(|c| (job, c)).map_err(EngineError::from)).is_err() || stop {
-                        return;
-                    }
-                }
-            });
-            for got in rx {
-                let (job, csr) = got?;
-                let w: &[f32] = csr.weights.as_deref().unwrap_or(&[]);
-                let mut apply = |i: usize, v: u64| {
-                    let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
-                    f(v, &csr.indices[a..b], if w.is_empty() { &[] } else { &w[a..b] });
-                };
-                match job {
-                    Job::Ids(ids) => ids.iter().enumerate().for_each(|(i, &v)| apply(i, v)),
-                    Job::Range(lo, hi) => match frontier {
-                        None => (lo..hi).enumerate().for_each(|(i, v)| apply(i, v)),
-                        Some(fr) => {
-                            let a = fr.partition_point(|&x| x < lo);
-                            let b = fr.partition_point(|&x| x < hi);
-                            fr[a..b].iter().for_each(|&v| apply((v - lo) as usize, v));
-                        }
-                    },
-                }
-            }
-            Ok(())
-        })
+    fn read(&self, job: Job) -> Result<Batch> {
+        let (store, weights) = (self.store, self.weights);
+        let read_dir = |dir| match &job {
+            Job::Range(lo, hi, _) if self.cached_ranges => store.neighbors(&(*lo..*hi).collect::<Vec<_>>(), dir, weights, false),
+            Job::Range(lo, hi, _) => store.read_range(dir, *lo, *hi, weights),
+            Job::Ids(ids) => store.neighbors(ids, dir, weights, false),
+        };
+        let csr = match self.dirs.as_slice() {
+            [d] => read_dir(*d)?,
+            [a, b] => concat(&read_dir(*a)?, &read_dir(*b)?),
+            _ => unreachable!("one or two directions"),
+        };
+        let rows = match job {
+            Job::Range(first, _, members) => Rows::Range { first, members },
+            Job::Ids(ids) => Rows::Ids(ids),
+        };
+        Ok(Batch { rows, csr })
+    }
+}
+
+/// Adjacency pages of v's list (a packed page counts whole: it is read whole).
+fn list_pages(gtt: &Gtt, v: u64) -> usize {
+    match gtt.locate(v) {
+        Loc::Nowhere => 0,
+        Loc::Packed(_) => 1,
+        Loc::Extent { len, .. } => len,
     }
 }
 

@@ -1,13 +1,30 @@
-//! k-core decomposition (core number of every vertex) by batched peeling,
-//! after Batagelj and Zaversnik: vertices sit in an array sorted by current
-//! degree; all vertices of the lowest bin are peeled together, their lists
-//! read in one pass, and each live neighbor moves down one bin. Every list is
-//! read once, when its vertex is peeled. State: three u32 arrays.
+//! k-core decomposition (core number of every vertex) by iterated h-indices,
+//! as SemiCore* (Wen et al., "I/O efficient core graph decomposition at web
+//! scale", ICDE 2016) runs it with the graph on disk and O(n) memory: every
+//! vertex starts at its degree and is repeatedly set to the h-index of its
+//! neighbors' values (the largest h such that h of them are >= h). Values
+//! only fall, never below the core number, and settle exactly on it.
+//!
+//! Peeling instead needs one pass per bin, each touching chunks all over the
+//! store (1107 passes and 13x the store read at Kronecker scale 24). Here
+//! `support[v]` counts v's neighbors whose value is >= v's own; a vertex is
+//! read again only once that falls below its value, i.e. only when it will
+//! fall. After the degree scan and one full round, rounds are bitset
+//! frontiers: the high-degree vertices of the dense core fall slowly, so
+//! the next few rounds still read most of the store, then the rounds turn
+//! into small selective reads (at scale 24: 8x the store in all, against
+//! 13x). A batch's values are computed on both cores from the values at its
+//! start and applied together, then its falls update neighbors' support on
+//! both cores; a vertex woken that the reader has not yet passed is
+//! computed in the same round. State: two u32 per vertex and three bitsets.
 
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use rayon::prelude::*;
 use solidgraph_store::Store;
 
 use crate::error::{EngineError, Progress, Result};
-use crate::frontier::Lists;
+use crate::frontier::{Batch, Bitset, Frontier, Lists};
 
 pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
     let n = store.num_nodes();
@@ -15,83 +32,122 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
         return Err(EngineError::Unsupported(format!("k-core supports up to 2^32 vertices; this graph has {n}")));
     }
     let lists = Lists::both(store, "k-core")?;
-    let nn = n as usize;
     // Degree = distinct neighbors other than the vertex itself.
-    let mut deg = vec![0u32; nn];
-    let mut tmp: Vec<u64> = Vec::new();
-    lists.scan(|v, nbrs, _| {
-        tmp.clear();
-        // Out- and in-lists of a directed store may share a neighbor.
-        tmp.extend(nbrs.iter().copied().filter(|&u| u != v));
-        tmp.sort_unstable();
-        tmp.dedup();
-        deg[v as usize] = tmp.len() as u32;
+    let mut core = vec![0u32; n as usize];
+    lists.batches(Frontier::All, |b| {
+        let deg = per_vertex(b, |_, v, list, tmp| (distinct(v, list, tmp).count() as u32, 0));
+        for (i, (d, _)) in deg.into_iter().enumerate() {
+            core[b.get(i).0 as usize] = d;
+        }
     })?;
-    let maxd = deg.iter().copied().max().unwrap_or(0) as usize;
-    // bin[d] = first position of degree d in `vert`; pos[v] = v's position.
-    let mut bin = vec![0u32; maxd + 2];
-    for &d in &deg {
-        bin[d as usize + 1] += 1;
-    }
-    for d in 1..bin.len() {
-        bin[d] += bin[d - 1];
-    }
-    let mut vert = vec![0u32; nn];
-    let mut pos = vec![0u32; nn];
-    let mut fill = bin.clone();
-    for v in 0..nn {
-        let d = deg[v] as usize;
-        pos[v] = fill[d];
-        vert[fill[d] as usize] = v as u32;
-        fill[d] += 1;
-    }
-    let mut i = 0usize;
-    let mut batch: Vec<u64> = Vec::new();
-    while i < nn {
-        // Peel every vertex whose degree equals the lowest current degree.
-        let k = deg[vert[i] as usize];
-        let mut j = i;
-        while j < nn && deg[vert[j] as usize] <= k {
-            j += 1;
+    // Every vertex with neighbors is computed once; vertices without are 0
+    // already and never change. Until computed, support is an upper bound
+    // (the degree), so it cannot underflow while neighbors fall.
+    let support: Vec<AtomicU32> = core.iter().map(|&d| AtomicU32::new(d)).collect();
+    let mut active = Bitset::new(n);
+    for (v, &d) in core.iter().enumerate() {
+        if d > 0 {
+            active.insert(v as u64);
         }
-        // Degree-0 vertices have no live neighbor to update: peel them
-        // without reading their lists (most of the first bin of a sparse
-        // graph, 45% of a Kronecker graph's ids).
-        let start = i;
-        i = j;
-        if k == 0 {
-            progress("k-core", i as u64, n);
-            continue;
-        }
-        batch.clear();
-        batch.extend(vert[start..j].iter().map(|&v| v as u64));
-        batch.sort_unstable();
-        let mut seen: Vec<u64> = Vec::new();
-        lists.visit(&batch, |v, nbrs, _| {
-            seen.clear();
-            seen.extend(nbrs.iter().copied().filter(|&u| u != v));
-            seen.sort_unstable();
-            seen.dedup();
-            for &u in &seen {
-                let u = u as usize;
-                let du = deg[u];
-                // Only live vertices above the peeled level move down a bin.
-                if pos[u] as usize >= i && du > k {
-                    let first = bin[du as usize] as usize;
-                    let w = vert[first] as usize;
-                    if w != u {
-                        vert.swap(first, pos[u] as usize);
-                        pos[w] = pos[u];
-                        pos[u] = first as u32;
-                    }
-                    bin[du as usize] += 1;
-                    deg[u] = du - 1;
+    }
+    let mut done = Bitset::new(n);
+    let mut next = Bitset::new(n);
+    progress("k-core", n - active.len(), n);
+    while !active.is_empty() {
+        // A vertex whose support fell below its value is computed again:
+        // in this round if it is still due or not yet planned (the round
+        // then sees the fall at once), else in the next.
+        let wake = |u: u64| {
+            if done.contains(u) {
+                next.insert(u);
+            } else if !active.contains(u) {
+                active.insert(u);
+                if u < lists.planned() {
+                    next.insert(u);
                 }
             }
+        };
+        lists.batches(Frontier::Set(&active), |b| {
+            let new = per_vertex(b, |cnt, v, list, tmp| h_index(core[v as usize], distinct(v, list, tmp).map(|u| core[u as usize]), cnt));
+            // All of the batch's values change first: a vertex's support
+            // counted its batch neighbors at their values before the batch,
+            // so their falls are checked against its new value below.
+            let mut fell: Vec<(usize, u32)> = Vec::new();
+            for (i, (h, s)) in new.into_iter().enumerate() {
+                let v = b.get(i).0;
+                done.insert(v);
+                support[v as usize].store(s, Relaxed);
+                if h < core[v as usize] {
+                    fell.push((i, core[v as usize]));
+                    core[v as usize] = h;
+                }
+            }
+            let core = &core;
+            fell.par_iter().with_min_len(64).for_each_init(Vec::new, |tmp, &(i, old)| {
+                let (v, list, _) = b.get(i);
+                let h = core[v as usize];
+                // v no longer supports neighbors at values in (h, old].
+                for u in distinct(v, list, tmp) {
+                    let c = core[u as usize];
+                    if h < c && c <= old && support[u as usize].fetch_sub(1, Relaxed) - 1 < c {
+                        wake(u);
+                    }
+                }
+            });
         })?;
-        // Neighbors that fell to k now sit at `i`: the next batch peels them
-        // at this same level.
-        progress("k-core", i as u64, n);
+        std::mem::swap(&mut active, &mut next);
+        next.clear();
+        done.clear();
+        progress("k-core", n - active.len(), n);
     }
-    Ok(deg)
+    Ok(core)
+}
+
+/// `f(scratch, v, list, tmp)` for every vertex of a batch on all cores, in
+/// the batch's order.
+fn per_vertex(b: &Batch, f: impl Fn(&mut Vec<u32>, u64, &[u64], &mut Vec<u64>) -> (u32, u32) + Sync) -> Vec<(u32, u32)> {
+    (0..b.len())
+        .into_par_iter()
+        .with_min_len(256)
+        .map_init(
+            || (Vec::new(), Vec::new()),
+            |(cnt, tmp), i| {
+                let (v, list, _) = b.get(i);
+                f(cnt, v, list, tmp)
+            },
+        )
+        .collect()
+}
+
+/// The distinct neighbors of v other than v. Lists come sorted from the
+/// store; the out-then-in view of a directed store, or lists patched by
+/// updates, are sorted into `tmp` first.
+fn distinct<'t>(v: u64, list: &'t [u64], tmp: &'t mut Vec<u64>) -> impl Iterator<Item = u64> + 't {
+    let sorted: &[u64] = if list.is_sorted() {
+        list
+    } else {
+        tmp.clear();
+        tmp.extend_from_slice(list);
+        tmp.sort_unstable();
+        tmp
+    };
+    sorted.iter().enumerate().filter(move |&(i, &u)| u != v && (i == 0 || sorted[i - 1] != u)).map(|(_, &u)| u)
+}
+
+/// The largest h <= cap such that at least h values are >= h, and how many
+/// values are >= h.
+fn h_index(cap: u32, values: impl Iterator<Item = u32>, cnt: &mut Vec<u32>) -> (u32, u32) {
+    cnt.clear();
+    cnt.resize(cap as usize + 1, 0);
+    for x in values {
+        cnt[x.min(cap) as usize] += 1;
+    }
+    let mut at_least = 0;
+    for h in (1..=cap).rev() {
+        at_least += cnt[h as usize];
+        if at_least >= h {
+            return (h, at_least);
+        }
+    }
+    (0, at_least + cnt[0])
 }
