@@ -1,17 +1,30 @@
-//! PageRank as LDBC Graphalytics defines it: every iteration one sequential
-//! pass pushes each vertex's rank over its out-edges; the rank of dangling
+//! PageRank as LDBC Graphalytics defines it: fixed iterations (or an L1
+//! tolerance), each one sequential pass over the lists; the rank of dangling
 //! vertices (no out-edges) is spread over all vertices.
+//!
+//! The first iteration pushes each vertex's rank over its out-edges and
+//! records the out-degrees. Later ones pull: a vertex's new rank is the sum
+//! of its in-neighbors' rank/out-degree, read from its in-list (the out-list
+//! of an undirected store), so a batch's vertices are summed on both cores
+//! without sharing a write. Each vertex sums its list in list order and
+//! whole-graph sums add fixed-size parts in order, so ranks do not depend on
+//! the thread count. A directed store without in-edges pushes every
+//! iteration, on one core.
 
+use rayon::prelude::*;
 use solidgraph_store::{Direction, Store};
 
 use crate::error::{EngineError, Progress, Result};
-use crate::frontier::Lists;
+use crate::frontier::{Frontier, Lists};
 
 #[derive(Debug, Clone)]
 pub struct PageRank {
     pub ranks: Vec<f64>,
     pub iterations: u32,
 }
+
+/// Vertices per part of a whole-graph sum.
+const PART: usize = 1 << 16;
 
 /// Runs `iterations` iterations, or stops earlier once the L1 change of an
 /// iteration falls below `tol`.
@@ -24,36 +37,89 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
     }
     let n = store.num_nodes() as usize;
     let nf = n as f64;
-    let lists = Lists::new(store, Direction::Out, false)?;
+    let out = Lists::new(store, Direction::Out, false)?;
+    let pull = if !store.directed() {
+        Some(Lists::new(store, Direction::Out, false)?)
+    } else if store.gtt(Direction::In).is_ok() {
+        Some(Lists::new(store, Direction::In, false)?)
+    } else {
+        None
+    };
     let mut pr = vec![1.0 / nf; n];
     let mut next = vec![0.0f64; n];
+    // Out-degrees, recorded by the first (push) iteration when later ones pull.
+    let mut deg: Vec<u32> = if pull.is_some() { vec![0; n] } else { Vec::new() };
     let mut done = 0;
-    for it in 0..iterations {
-        next.iter_mut().for_each(|x| *x = 0.0);
-        let mut dangling = 0.0f64;
-        lists.scan(|v, nbrs, _| {
-            let r = pr[v as usize];
-            if nbrs.is_empty() {
-                dangling += r;
-                return;
-            }
-            let share = r / nbrs.len() as f64;
-            for &u in nbrs {
-                next[u as usize] += share;
-            }
-        })?;
-        let base = (1.0 - damping) / nf + damping * dangling / nf;
-        let mut delta = 0.0;
-        for (p, x) in pr.iter_mut().zip(&next) {
-            let new = base + damping * x;
-            delta += (new - *p).abs();
-            *p = new;
-        }
-        done = it + 1;
+    while done < iterations {
+        let delta = match &pull {
+            Some(lists) if done > 0 => pull_iteration(lists, damping, &pr, &deg, &mut next)?,
+            _ => push_iteration(&out, damping, &pr, &mut deg, &mut next)?,
+        };
+        std::mem::swap(&mut pr, &mut next);
+        done += 1;
         progress("pagerank", done as u64, iterations as u64);
         if tol.is_some_and(|t| delta < t) {
             break;
         }
+        if pull.is_some() && done < iterations {
+            // Ranks to rank / out-degree for the next pull.
+            pr.par_chunks_mut(PART).zip(deg.par_chunks(PART)).for_each(|(p, d)| {
+                p.iter_mut().zip(d).filter(|x| *x.1 > 0).for_each(|(p, &d)| *p /= d as f64);
+            });
+        }
     }
     Ok(PageRank { ranks: pr, iterations: done })
+}
+
+/// One iteration pushing `pr` over the out-lists into `next`, in id order;
+/// records out-degrees into `deg` unless it is empty. Returns the L1 change.
+fn push_iteration(out: &Lists, damping: f64, pr: &[f64], deg: &mut [u32], next: &mut [f64]) -> Result<f64> {
+    let nf = pr.len() as f64;
+    next.iter_mut().for_each(|x| *x = 0.0);
+    let mut dangling = 0.0f64;
+    let record = !deg.is_empty();
+    out.scan(|v, nbrs, _| {
+        if record {
+            deg[v as usize] = nbrs.len() as u32;
+        }
+        let r = pr[v as usize];
+        if nbrs.is_empty() {
+            dangling += r;
+            return;
+        }
+        let share = r / nbrs.len() as f64;
+        for &u in nbrs {
+            next[u as usize] += share;
+        }
+    })?;
+    let base = (1.0 - damping) / nf + damping * dangling / nf;
+    next.iter_mut().for_each(|x| *x = base + damping * *x);
+    Ok(next.iter().zip(pr).map(|(x, p)| (x - p).abs()).sum())
+}
+
+/// One iteration pulling over in-lists into `next`; `share` holds rank /
+/// out-degree (the rank itself for dangling vertices, which are in no
+/// in-list). Returns the L1 change.
+fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], next: &mut [f64]) -> Result<f64> {
+    let n = share.len();
+    let nf = n as f64;
+    let dangling = sum_parts(n, |r| deg[r.clone()].iter().zip(&share[r]).filter(|x| *x.0 == 0).map(|x| x.1).sum());
+    let base = (1.0 - damping) / nf + damping * dangling / nf;
+    lists.batches(Frontier::All, |b| {
+        let ranks: Vec<f64> = (0..b.len()).into_par_iter().with_min_len(1024).map(|i| base + damping * b.get(i).1.iter().map(|&u| share[u as usize]).sum::<f64>()).collect();
+        for (i, r) in ranks.into_iter().enumerate() {
+            next[b.get(i).0 as usize] = r;
+        }
+    })?;
+    let next = &*next;
+    Ok(sum_parts(n, |r| {
+        next[r.clone()].iter().zip(&share[r.clone()]).zip(&deg[r]).map(|((&x, &s), &d)| (x - if d == 0 { s } else { s * d as f64 }).abs()).sum()
+    }))
+}
+
+/// Sum of `f` over [0, n) in parts of `PART` vertices, computed on all cores
+/// and added in order (the same result for any thread count).
+fn sum_parts(n: usize, f: impl Fn(std::ops::Range<usize>) -> f64 + Sync) -> f64 {
+    let parts: Vec<f64> = (0..n.div_ceil(PART)).into_par_iter().map(|k| f(k * PART..((k + 1) * PART).min(n))).collect();
+    parts.iter().sum()
 }

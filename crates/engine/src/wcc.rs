@@ -1,43 +1,73 @@
 //! Weakly connected components: one sequential pass over the out-lists into
 //! a union-find whose roots are always the smallest vertex of their set, so
-//! every component is labelled by its smallest vertex id.
+//! every component is labelled by its smallest vertex id. Each batch's lists
+//! are joined on both cores: parents only ever point to smaller ids and a
+//! root is linked by compare-and-swap, so the labels do not depend on the
+//! order the threads run in.
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use rayon::prelude::*;
 use solidgraph_store::{Direction, Store};
 
 use crate::error::{Progress, Result};
-use crate::frontier::Lists;
+use crate::frontier::{Frontier, Lists};
 
-fn find(parent: &mut [u64], mut v: u64) -> u64 {
-    while parent[v as usize] != v {
-        // Path halving keeps trees flat without recursion.
-        let gp = parent[parent[v as usize] as usize];
-        parent[v as usize] = gp;
+/// The root of v's set, halving the path on the way. Every write stores an
+/// ancestor (a non-root's parent is only ever moved up its own path), so
+/// racing writers leave a valid, still decreasing path.
+fn find(parent: &[AtomicU64], mut v: u64) -> u64 {
+    loop {
+        let p = parent[v as usize].load(Relaxed);
+        if p == v {
+            return v;
+        }
+        let gp = parent[p as usize].load(Relaxed);
+        if gp != p {
+            parent[v as usize].store(gp, Relaxed);
+        }
         v = gp;
     }
-    v
+}
+
+fn union(parent: &[AtomicU64], mut a: u64, mut b: u64) {
+    loop {
+        (a, b) = (find(parent, a), find(parent, b));
+        if a == b {
+            return;
+        }
+        let (lo, hi) = (a.min(b), a.max(b));
+        // Fails only if another thread linked `hi` meanwhile: retry from it.
+        if parent[hi as usize].compare_exchange(hi, lo, Relaxed, Relaxed).is_ok() {
+            return;
+        }
+    }
 }
 
 pub fn wcc(store: &Store, progress: Progress) -> Result<Vec<u64>> {
     let n = store.num_nodes();
-    let mut parent: Vec<u64> = (0..n).collect();
+    let parent: Vec<AtomicU64> = (0..n).map(AtomicU64::new).collect();
     let lists = Lists::new(store, Direction::Out, false)?;
-    lists.scan(|v, nbrs, _| {
-        for &u in nbrs {
-            let (a, b) = (find(&mut parent, v), find(&mut parent, u));
-            if a < b {
-                parent[b as usize] = a;
-            } else if b < a {
-                parent[a as usize] = b;
+    // An undirected store holds every edge in both lists: one is enough.
+    let both_ways = !store.directed();
+    let mut seen = 0u64;
+    lists.batches(Frontier::All, |b| {
+        (0..b.len()).into_par_iter().with_min_len(1024).for_each(|i| {
+            let (v, nbrs, _) = b.get(i);
+            for &u in nbrs {
+                if !(both_ways && u > v) {
+                    union(&parent, v, u);
+                }
             }
-        }
-        if v % (1 << 20) == 0 {
-            progress("wcc", v, n);
-        }
+        });
+        seen += b.len() as u64;
+        progress("wcc", seen, n);
     })?;
-    for v in 0..n {
-        let r = find(&mut parent, v);
-        parent[v as usize] = r;
+    // Parents point to smaller ids, so in id order every parent already
+    // holds its root.
+    let mut label: Vec<u64> = parent.into_iter().map(AtomicU64::into_inner).collect();
+    for v in 0..label.len() {
+        label[v] = label[label[v] as usize];
     }
-    progress("wcc", n, n);
-    Ok(parent)
+    Ok(label)
 }
