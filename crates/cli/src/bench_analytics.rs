@@ -100,15 +100,16 @@ impl Algo {
 
     /// Peak bytes per vertex of the vertex state (engine and baselines
     /// alike): BFS levels i64 + frontier and next level u64; WCC parents
-    /// u64; PageRank two f64 arrays; k-core degree, position and order u32
-    /// + the peeled bin as u64 ids, twice (batch and the reader's sparse
-    /// job), up to the 45% of vertices without edges peeled at once.
+    /// u64; PageRank two f64 arrays + the engine's u32 out-degrees (it pulls
+    /// after the first iteration); k-core value and support u32 + three
+    /// bitsets (the engine's; the peeling baseline holds three u32 arrays,
+    /// 12 B, and gets the same limit).
     fn state_per_vertex(self) -> u64 {
         match self {
             Algo::Bfs => 24,
             Algo::Wcc => 8,
-            Algo::Pagerank => 16,
-            Algo::Kcore => 28,
+            Algo::Pagerank => 20,
+            Algo::Kcore => 9,
         }
     }
 }
@@ -180,7 +181,7 @@ struct WorkerReport {
     cache_misses: Option<u64>,
     os_read_bytes: u64,
     major_faults: u64,
-    /// BFS levels, PageRank iterations, k-core peel rounds; 1 for WCC.
+    /// BFS levels, PageRank iterations, k-core degree scan + rounds; 1 for WCC.
     passes: u64,
 }
 
@@ -553,7 +554,7 @@ impl Report<'_> {
         for f in &self.failures {
             println!("FAILED (counted as capped): {f}");
         }
-        println!("MiB read: our volume's bytes (S, b) or /proc/self/io read_bytes (mmap); pass/st: bytes read per pass / store size; passes: BFS levels, PR iterations, k-core peel rounds, WCC 1");
+        println!("MiB read: our volume's bytes (S, b) or /proc/self/io read_bytes (mmap); pass/st: bytes read per pass / store size; passes: BFS levels, PR iterations, k-core degree scan + h-index rounds, WCC 1");
     }
 }
 

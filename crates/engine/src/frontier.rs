@@ -263,7 +263,9 @@ impl<'a> Lists<'a> {
     /// reads run on a helper thread one batch ahead of `f`.
     pub fn batches(&self, frontier: Frontier, mut f: impl FnMut(&Batch)) -> Result<()> {
         self.planned.store(0, SeqCst);
-        let (tx, rx) = sync_channel::<Result<Batch>>(1);
+        // Rendezvous: the reader holds at most the batch it finished while
+        // `f` works on the one before (two batches alive, not three).
+        let (tx, rx) = sync_channel::<Result<Batch>>(0);
         std::thread::scope(|s| {
             s.spawn(move || {
                 let send = |job: Job| {
