@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::mpsc::sync_channel;
 
 use solidgraph_store::gtt::{Gtt, Loc};
-use solidgraph_store::{Csr, Direction, Store};
+use solidgraph_store::{Csr, Direction, GttRef, Store};
 
 use crate::error::{EngineError, Result};
 
@@ -173,8 +173,9 @@ pub struct Lists<'a> {
     store: &'a Store,
     /// Out, or out then in: the undirected view of a directed store.
     dirs: Vec<Direction>,
-    /// Their translation tables, for the pages of a list.
-    gtts: Vec<&'a Gtt>,
+    /// Their translation tables (of the base the chunks were cut from),
+    /// for the pages of a list.
+    gtts: Vec<GttRef>,
     weights: bool,
     ranges: Vec<(u64, u64)>,
     /// Adjacency pages per range, for the dense/sparse choice.
