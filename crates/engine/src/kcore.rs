@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use solidgraph_store::Store;
 
 use crate::error::{EngineError, Progress, Result};
-use crate::frontier::{Batch, Bitset, Frontier, Lists};
+use crate::frontier::{AHEAD, Batch, Bitset, Frontier, Lists, prefetch};
 
 pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
     let n = store.num_nodes();
@@ -35,7 +35,7 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
     // Degree = distinct neighbors other than the vertex itself.
     let mut core = vec![0u32; n as usize];
     lists.batches(Frontier::All, |b| {
-        let deg = per_vertex(b, |_, v, list, tmp| (distinct(v, list, tmp).count() as u32, 0));
+        let deg = per_vertex(b, |_, v, list, tmp| (distinct(v, sorted(list, tmp)).count() as u32, 0));
         for (i, (d, _)) in deg.into_iter().enumerate() {
             core[b.get(i).0 as usize] = d;
         }
@@ -68,7 +68,13 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
             }
         };
         lists.batches(Frontier::Set(&active), |b| {
-            let new = per_vertex(b, |cnt, v, list, tmp| h_index(core[v as usize], distinct(v, list, tmp).map(|u| core[u as usize]), cnt));
+            let new = per_vertex(b, |cnt, v, list, tmp| {
+                let s = sorted(list, tmp);
+                h_index(core[v as usize], distinct(v, s).map(|(i, u)| {
+                    prefetch(&core, s, i + AHEAD);
+                    core[u as usize]
+                }), cnt)
+            });
             // All of the batch's values change first: a vertex's support
             // counted its batch neighbors at their values before the batch,
             // so their falls are checked against its new value below.
@@ -87,7 +93,9 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
                 let (v, list, _) = b.get(i);
                 let h = core[v as usize];
                 // v no longer supports neighbors at values in (h, old].
-                for u in distinct(v, list, tmp) {
+                let s = sorted(list, tmp);
+                for (i, u) in distinct(v, s) {
+                    prefetch(core, s, i + AHEAD);
                     let c = core[u as usize];
                     if h < c && c <= old && support[u as usize].fetch_sub(1, Relaxed) - 1 < c {
                         wake(u);
@@ -119,19 +127,22 @@ fn per_vertex(b: &Batch, f: impl Fn(&mut Vec<u32>, u64, &[u64], &mut Vec<u64>) -
         .collect()
 }
 
-/// The distinct neighbors of v other than v. Lists come sorted from the
-/// store; the out-then-in view of a directed store, or lists patched by
-/// updates, are sorted into `tmp` first.
-fn distinct<'t>(v: u64, list: &'t [u64], tmp: &'t mut Vec<u64>) -> impl Iterator<Item = u64> + 't {
-    let sorted: &[u64] = if list.is_sorted() {
-        list
-    } else {
-        tmp.clear();
-        tmp.extend_from_slice(list);
-        tmp.sort_unstable();
-        tmp
-    };
-    sorted.iter().enumerate().filter(move |&(i, &u)| u != v && (i == 0 || sorted[i - 1] != u)).map(|(_, &u)| u)
+/// v's list sorted: lists come sorted from the store; the out-then-in view
+/// of a directed store, or lists patched by updates, are sorted into `tmp`.
+fn sorted<'t>(list: &'t [u64], tmp: &'t mut Vec<u64>) -> &'t [u64] {
+    if list.is_sorted() {
+        return list;
+    }
+    tmp.clear();
+    tmp.extend_from_slice(list);
+    tmp.sort_unstable();
+    tmp
+}
+
+/// The distinct neighbors of v other than v in a sorted list, with their
+/// positions.
+fn distinct(v: u64, s: &[u64]) -> impl Iterator<Item = (usize, u64)> + '_ {
+    s.iter().enumerate().filter(move |&(i, &u)| u != v && (i == 0 || s[i - 1] != u)).map(|(i, &u)| (i, u))
 }
 
 /// The largest h <= cap such that at least h values are >= h, and how many

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use solidgraph_store::{Direction, Store};
 
 use crate::error::{EngineError, Progress, Result};
-use crate::frontier::{Frontier, Lists};
+use crate::frontier::{AHEAD, Frontier, Lists, prefetch};
 
 #[derive(Debug, Clone)]
 pub struct PageRank {
@@ -106,7 +106,18 @@ fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], next:
     let dangling = sum_parts(n, |r| deg[r.clone()].iter().zip(&share[r]).filter(|x| *x.0 == 0).map(|x| x.1).sum());
     let base = (1.0 - damping) / nf + damping * dangling / nf;
     lists.batches(Frontier::All, |b| {
-        let ranks: Vec<f64> = (0..b.len()).into_par_iter().with_min_len(1024).map(|i| base + damping * b.get(i).1.iter().map(|&u| share[u as usize]).sum::<f64>()).collect();
+        let ranks: Vec<f64> = (0..b.len())
+            .into_par_iter()
+            .with_min_len(1024)
+            .map(|i| {
+                let list = b.get(i).1;
+                let sum: f64 = list.iter().enumerate().map(|(k, &u)| {
+                    prefetch(share, list, k + AHEAD);
+                    share[u as usize]
+                }).sum();
+                base + damping * sum
+            })
+            .collect();
         for (i, r) in ranks.into_iter().enumerate() {
             next[b.get(i).0 as usize] = r;
         }
