@@ -12,7 +12,6 @@
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::mpsc::sync_channel;
 
-use solidgraph_store::gtt::{Gtt, Loc};
 use solidgraph_store::{Csr, Direction, GttRef, Store};
 
 use crate::error::{EngineError, Result};
@@ -313,7 +312,7 @@ impl<'a> Lists<'a> {
                         return;
                     }
                     sparse.push(v);
-                    sparse_pages += self.gtts.iter().map(|g| list_pages(g, v)).sum::<usize>();
+                    sparse_pages += self.gtts.iter().map(|g| g.list_pages(v)).sum::<usize>();
                     if sparse.len() >= SPARSE_BATCH || sparse_pages >= SPARSE_PAGES {
                         sparse_pages = 0;
                         stop = !send(Job::Ids(std::mem::take(&mut sparse)));
@@ -367,14 +366,6 @@ pub(crate) fn prefetch<T>(values: &[T], list: &[u64], at: usize) {
 }
 
 /// Adjacency pages of v's list (a packed page counts whole: it is read whole).
-fn list_pages(gtt: &Gtt, v: u64) -> usize {
-    match gtt.locate(v) {
-        Loc::Nowhere => 0,
-        Loc::Packed(_) => 1,
-        Loc::Extent { len, .. } => len,
-    }
-}
-
 /// Per-vertex concatenation of two CSRs over the same ids.
 fn concat(a: &Csr, b: &Csr) -> Csr {
     let n = a.indptr.len() - 1;

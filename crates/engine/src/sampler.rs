@@ -158,6 +158,7 @@ pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resu
     out.num_sampled_nodes.push(out.node.len() as u64);
     let (mut start, mut end) = (0usize, out.node.len());
     let mut picks = Vec::new();
+    let gtt = store.gtt(o.direction)?;
     for (hop, &k) in o.fanouts.iter().enumerate() {
         let frontier: Vec<u64> = out.node[start..end].to_vec();
         let edges_before = out.row.len();
@@ -170,7 +171,7 @@ pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resu
             let mut hi = lo;
             let mut pages = 0;
             while hi < frontier.len() && hi - lo < HOP_PART && (hi == lo || pages < HOP_PAGES) {
-                pages += store.list_pages(frontier[hi], o.direction)?;
+                pages += gtt.list_pages(frontier[hi]);
                 hi += 1;
             }
             let part = &frontier[lo..hi];

@@ -159,6 +159,16 @@ impl Gtt {
         Loc::Extent { first, len: hi - first }
     }
 
+    /// Adjacency pages holding `v`'s list (0: no list), without a read:
+    /// lets callers cut a batch into reads of bounded size.
+    pub fn list_pages(&self, v: u64) -> usize {
+        match self.locate(v) {
+            Loc::Nowhere => 0,
+            Loc::Packed(_) => 1,
+            Loc::Extent { len, .. } => len,
+        }
+    }
+
     pub fn entries_per_page(page_size: usize) -> usize {
         (page_size - HEADER) / ENTRY
     }

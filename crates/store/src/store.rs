@@ -396,16 +396,6 @@ impl Store {
         Ok(GttRef { base, dir })
     }
 
-    /// Adjacency pages holding `v`'s list (0: no list), from the GTT alone:
-    /// lets callers cut a batch into reads of bounded size.
-    pub fn list_pages(&self, v: u64, dir: Direction) -> Result<usize> {
-        Ok(match self.base().gtt(dir)?.locate(v) {
-            Loc::Nowhere => 0,
-            Loc::Packed(_) => 1,
-            Loc::Extent { len, .. } => len,
-        })
-    }
-
     pub fn stats(&self) -> StoreStats {
         StoreStats { cache: self.shared.cache.stats(), rows: self.shared.rows.as_ref().map(|r| r.stats()), members: self.shared.vol.stats() }
     }
