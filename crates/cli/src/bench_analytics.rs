@@ -99,14 +99,15 @@ impl Algo {
     }
 
     /// Peak bytes per vertex of the vertex state (engine and baselines
-    /// alike): BFS levels i64 + frontier and next level u64; WCC parents
+    /// alike): BFS levels i64 + the frontiers (the engine's three bitsets;
+    /// the baseline's u32 lists, at most n between two levels); WCC parents
     /// u64; PageRank two f64 arrays + the engine's u32 out-degrees (it pulls
     /// after the first iteration); k-core value and support u32 + three
     /// bitsets (the engine's; the peeling baseline holds three u32 arrays,
     /// 12 B, and gets the same limit).
     fn state_per_vertex(self) -> u64 {
         match self {
-            Algo::Bfs => 24,
+            Algo::Bfs => 12,
             Algo::Wcc => 8,
             Algo::Pagerank => 20,
             Algo::Kcore => 9,
@@ -660,7 +661,7 @@ fn engine_run(store: &Store, a: &AnalyticsWorkerArgs) -> CliResult<(Res, u64)> {
 }
 
 /// The same algorithms written plainly over CSR slices (mmap'ed files):
-/// level-synchronous BFS, min-root union-find WCC, push PageRank with the
+/// direction-optimizing BFS, min-root union-find WCC, push PageRank with the
 /// Graphalytics dangling rule, Batagelj-Zaversnik k-core. One thread.
 mod baseline {
     use super::{Algo, MmapCsr, Res};
@@ -689,21 +690,44 @@ mod baseline {
         };
         match algo {
             Algo::Bfs => {
+                // Beamer's switch rule and constants: bottom-up once the
+                // frontier's edges exceed 1/14 of the unvisited ones', back
+                // to top-down once it holds under 1/24 of the vertices.
+                const ALPHA: u64 = 14;
+                const BETA: usize = 24;
+                // The graph is undirected: a row is its in-list too.
+                let deg = |v: u32| g.rp[v as usize + 1] - g.rp[v as usize];
                 let mut level = vec![i64::MAX; n];
                 level[source as usize] = 0;
+                let mut in_frontier = vec![0u64; n.div_ceil(64)];
                 let mut frontier = vec![source as u32];
-                let mut d = 0;
+                let mut unvisited_edges = g.rp[n] - deg(source as u32);
+                let (mut d, mut bottom_up) = (0, false);
                 while !frontier.is_empty() {
+                    let frontier_edges: u64 = frontier.iter().map(|&v| deg(v)).sum();
+                    bottom_up = if bottom_up { frontier.len() >= n / BETA } else { frontier_edges > unvisited_edges / ALPHA };
                     let mut next = Vec::new();
-                    for &v in &frontier {
-                        for &u in g.row(v as usize) {
-                            if level[u as usize] == i64::MAX {
-                                level[u as usize] = d + 1;
-                                next.push(u);
+                    if bottom_up {
+                        in_frontier.iter_mut().for_each(|w| *w = 0);
+                        frontier.iter().for_each(|&v| in_frontier[v as usize / 64] |= 1 << (v % 64));
+                        for v in 0..n {
+                            if level[v] == i64::MAX && g.row(v).iter().any(|&u| in_frontier[u as usize / 64] >> (u % 64) & 1 == 1) {
+                                level[v] = d + 1;
+                                next.push(v as u32);
                             }
                         }
+                    } else {
+                        for &v in &frontier {
+                            for &u in g.row(v as usize) {
+                                if level[u as usize] == i64::MAX {
+                                    level[u as usize] = d + 1;
+                                    next.push(u);
+                                }
+                            }
+                        }
+                        next.sort_unstable();
                     }
-                    next.sort_unstable();
+                    unvisited_edges -= next.iter().map(|&v| deg(v)).sum::<u64>();
                     frontier = next;
                     d += 1;
                 }

@@ -77,6 +77,25 @@ impl Bitset {
         self.words[(v / 64) as usize].fetch_or(1 << (v % 64), SeqCst);
     }
 
+    /// Every id below n.
+    pub fn full(n: u64) -> Bitset {
+        let s = Bitset { words: (0..n.div_ceil(64)).map(|_| AtomicU64::new(!0)).collect() };
+        if n % 64 != 0 {
+            s.words[(n / 64) as usize].store(!(!0u64 << (n % 64)), SeqCst);
+        }
+        s
+    }
+
+    pub fn remove(&self, v: u64) {
+        self.words[(v / 64) as usize].fetch_and(!(1 << (v % 64)), SeqCst);
+    }
+
+    /// Removes v; true if this call did (one winner among racing threads).
+    pub fn take(&self, v: u64) -> bool {
+        let bit = 1 << (v % 64);
+        self.words[(v / 64) as usize].fetch_and(!bit, SeqCst) & bit != 0
+    }
+
     pub fn contains(&self, v: u64) -> bool {
         self.words[(v / 64) as usize].load(SeqCst) >> (v % 64) & 1 == 1
     }
@@ -232,6 +251,16 @@ impl<'a> Lists<'a> {
         self.store
     }
 
+    /// What reading the frontier's lists costs, in sequential page reads,
+    /// by the per-chunk dense/sparse choice `plan` makes.
+    pub fn cost(&self, frontier: Frontier) -> f64 {
+        let chunk = |(&(lo, hi), &pages): (&(u64, u64), &u64)| match frontier.count(lo, hi) {
+            0 => 0.0,
+            m => (m as f64 * RANDOM_COST).min(pages as f64),
+        };
+        self.ranges.iter().zip(&self.range_pages).map(chunk).sum()
+    }
+
     /// During a pass over `Frontier::Set`: a member added below this will
     /// not be visited in the pass (its part of the set was already read).
     pub fn planned(&self) -> u64 {
@@ -365,7 +394,6 @@ pub(crate) fn prefetch<T>(values: &[T], list: &[u64], at: usize) {
     }
 }
 
-/// Adjacency pages of v's list (a packed page counts whole: it is read whole).
 /// Per-vertex concatenation of two CSRs over the same ids.
 fn concat(a: &Csr, b: &Csr) -> Csr {
     let n = a.indptr.len() - 1;

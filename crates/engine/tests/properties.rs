@@ -86,16 +86,22 @@ proptest! {
         let s = &c.store;
         let source = src % n;
 
-        let got = bfs::bfs(s, source, None, true, &silent).unwrap();
-        prop_assert_eq!(&got.levels, &ref_bfs(&c.out, source));
-        let parents = got.parents.unwrap();
-        for v in 0..n as usize {
-            if got.levels[v] > 0 && got.levels[v] != bfs::UNREACHED {
-                let p = parents[v] as usize;
-                prop_assert_eq!(got.levels[p] + 1, got.levels[v]);
-                prop_assert!(c.out[p].contains(&(v as u64)));
+        let want = ref_bfs(&c.out, source);
+        let mut got = None;
+        for steps in [bfs::Steps::Auto, bfs::Steps::TopDown, bfs::Steps::BottomUp] {
+            let r = bfs::bfs_with(s, source, None, true, steps, &silent).unwrap();
+            prop_assert_eq!(&r.levels, &want, "{:?}", steps);
+            let parents = r.parents.as_ref().unwrap();
+            for v in 0..n as usize {
+                if r.levels[v] > 0 && r.levels[v] != bfs::UNREACHED {
+                    let p = parents[v] as usize;
+                    prop_assert_eq!(r.levels[p] + 1, r.levels[v]);
+                    prop_assert!(c.out[p].contains(&(v as u64)));
+                }
             }
+            got = Some(r);
         }
+        let got = got.unwrap();
         // Early stop at a target still gives the target's exact level.
         let t = (source + 1) % n;
         let early = bfs::bfs(s, source, Some(t), false, &silent).unwrap();

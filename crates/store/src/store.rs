@@ -90,11 +90,14 @@ pub struct StoreStats {
     /// The row cache's, when there is one (hits and misses count rows).
     pub rows: Option<CacheStats>,
     pub members: Vec<MemberStats>,
+    pub page_size: u64,
 }
 
 impl StoreStats {
+    /// Every page read from the volume: cache misses, scans and the row
+    /// cache's reads, which bypass the page cache.
     pub fn pages_read(&self) -> u64 {
-        self.cache.misses
+        self.bytes_read() / self.page_size.max(1)
     }
     pub fn ios(&self) -> u64 {
         self.members.iter().map(|m| m.ios).sum()
@@ -397,7 +400,7 @@ impl Store {
     }
 
     pub fn stats(&self) -> StoreStats {
-        StoreStats { cache: self.shared.cache.stats(), rows: self.shared.rows.as_ref().map(|r| r.stats()), members: self.shared.vol.stats() }
+        StoreStats { cache: self.shared.cache.stats(), rows: self.shared.rows.as_ref().map(|r| r.stats()), members: self.shared.vol.stats(), page_size: self.page_size() as u64 }
     }
 
     pub fn reset_stats(&self) {
