@@ -7,16 +7,24 @@
 //! bottom-up: about as many pages, a fraction of the work per page. An
 //! optional target stops the search early (GraphSSD's BFS queries).
 //!
+//! A bottom-up miss (no in-neighbor in the frontier) is probed again at the
+//! next level, so its list is kept in memory, up to the page cache's budget
+//! (idle while levels are read as merged ranges): at Kronecker scale 24 the
+//! 478K vertices left after the big level need no second pass, and the
+//! search reads the store once.
+//!
 //! State: the levels (8 bytes per vertex, the output), parents when asked
-//! for, and three bitsets: the frontier, the next one, and the vertices
-//! still to reach. A vertex whose in-list turns out empty is dropped from
-//! the last (nothing can reach it), so isolated vertices are read once.
+//! for, and four bitsets: the frontier, the next one, the vertices still to
+//! reach, and those of them whose lists are not kept. A vertex whose in-list
+//! turns out empty is dropped (nothing can reach it), so isolated vertices
+//! are read once.
 
 use rayon::prelude::*;
 use solidgraph_store::{Direction, Store};
 
 use crate::error::{EngineError, Progress, Result};
 use crate::frontier::{Bitset, Frontier, Lists};
+use crate::state;
 
 /// Level of an unreachable vertex (the Graphalytics convention).
 pub const UNREACHED: i64 = i64::MAX;
@@ -42,8 +50,42 @@ pub fn bfs(store: &Store, source: u64, target: Option<u64>, parents: bool, progr
     bfs_with(store, source, target, parents, Steps::Auto, progress)
 }
 
-/// A bottom-up hit whose in-list is empty: nothing can reach that vertex.
+/// A bottom-up probe's outcome when the in-list is empty: nothing can
+/// reach that vertex.
 const NO_IN_EDGES: u64 = u64::MAX;
+/// A bottom-up probe's outcome when no in-neighbor is in the frontier.
+const MISSED: u64 = u64::MAX - 1;
+
+/// In-lists of unvisited vertices held between bottom-up levels.
+#[derive(Default)]
+struct Kept {
+    ids: Vec<u64>,
+    ends: Vec<usize>,
+    nbrs: Vec<u64>,
+}
+
+impl Kept {
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn list(&self, i: usize) -> &[u64] {
+        &self.nbrs[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]]
+    }
+
+    /// Keeps the lists of the probes that missed, up to `cap` entries in
+    /// all; those need no read at the next level.
+    fn keep_misses<'a>(&mut self, probes: &[(u64, u64)], cap: usize, unread: &Bitset, list: impl Fn(usize) -> &'a [u64]) {
+        for (i, &(v, p)) in probes.iter().enumerate() {
+            if p == MISSED && self.nbrs.len() + list(i).len() <= cap {
+                self.ids.push(v);
+                self.nbrs.extend_from_slice(list(i));
+                self.ends.push(self.nbrs.len());
+                unread.remove(v);
+            }
+        }
+    }
+}
 
 pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, steps: Steps, progress: Progress) -> Result<Bfs> {
     let n = store.num_nodes();
@@ -64,8 +106,8 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
         }
         Steps::Auto => None,
     };
-    let mut levels = vec![UNREACHED; n as usize];
-    let mut par = parents.then(|| vec![-1i64; n as usize]);
+    let mut levels = state::filled(n as usize, UNREACHED);
+    let mut par = parents.then(|| state::filled(n as usize, -1i64));
     levels[source as usize] = 0;
     if let Some(p) = par.as_mut() {
         p[source as usize] = source as i64;
@@ -74,18 +116,29 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
     cur.insert(source);
     let unvisited = Bitset::full(n);
     unvisited.remove(source);
+    // Unvisited vertices whose in-lists are not held in `kept`.
+    let unread = Bitset::full(n);
+    unread.remove(source);
+    // The page cache sits idle while levels are read as merged ranges: its
+    // budget holds the lists of bottom-up misses instead.
+    let kept_cap = store.stats().cache.budget as usize / size_of::<u64>();
+    let mut kept = Kept::default();
     let (mut size, mut level, mut reached) = (1u64, 0i64, 1u64);
     while size > 0 && target.is_none_or(|t| levels[t as usize] == UNREACHED) {
         let bottom_up = match (&inn, steps) {
             (Some(_), Steps::BottomUp) => true,
-            (Some(inn), Steps::Auto) => inn.cost(Frontier::Set(&unvisited)) <= out.cost(Frontier::Set(&cur)),
+            (Some(inn), Steps::Auto) => inn.cost(Frontier::Set(&unread)) <= out.cost(Frontier::Set(&cur)),
             _ => false,
         };
         let mut added = 0u64;
-        let mut settle = |hits: Vec<(u64, u64)>| {
-            for (v, p) in hits {
+        let mut settle = |hits: &[(u64, u64)]| {
+            for &(v, p) in hits {
+                if p == MISSED {
+                    continue;
+                }
                 // Top-down hits are out already: taking them was the claim.
                 unvisited.remove(v);
+                unread.remove(v);
                 if p == NO_IN_EDGES {
                     continue;
                 }
@@ -98,25 +151,37 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
             }
         };
         if let (true, Some(inn)) = (bottom_up, &inn) {
-            // Removing visited members while the reader plans ahead is
-            // safe: they belong to batches it has already handed over.
-            inn.batches(Frontier::Set(&unvisited), |b| {
-                let hits = (0..b.len())
+            let probe = |v: u64, nbrs: &[u64]| match nbrs.iter().find(|&&u| cur.contains(u)) {
+                Some(&u) => (v, u),
+                None if nbrs.is_empty() => (v, NO_IN_EDGES),
+                None => (v, MISSED),
+            };
+            // Misses go on to the next level: keep their lists in memory,
+            // as far as the cap allows, instead of reading them again.
+            let mut again = Kept::default();
+            // Lists kept by an earlier level; top-down may have reached some.
+            let live: Vec<usize> = (0..kept.len()).filter(|&i| unvisited.contains(kept.ids[i])).collect();
+            let hits: Vec<(u64, u64)> = live.par_iter().map(|&i| probe(kept.ids[i], kept.list(i))).collect();
+            again.keep_misses(&hits, kept_cap, &unread, |j| kept.list(live[j]));
+            settle(&hits);
+            // Removing members while the reader plans ahead is safe: they
+            // belong to batches it has already handed over.
+            inn.batches(Frontier::Set(&unread), |b| {
+                let hits: Vec<(u64, u64)> = (0..b.len())
                     .into_par_iter()
                     .with_min_len(256)
-                    .filter_map(|i| {
+                    .map(|i| {
                         let (v, nbrs, _) = b.get(i);
-                        if nbrs.is_empty() {
-                            return Some((v, NO_IN_EDGES));
-                        }
-                        nbrs.iter().find(|&&u| cur.contains(u)).map(|&u| (v, u))
+                        probe(v, nbrs)
                     })
                     .collect();
-                settle(hits);
+                again.keep_misses(&hits, kept_cap, &unread, |i| b.get(i).1);
+                settle(&hits);
             })?;
+            kept = again;
         } else {
             out.batches(Frontier::Set(&cur), |b| {
-                let hits = (0..b.len())
+                let hits: Vec<(u64, u64)> = (0..b.len())
                     .into_par_iter()
                     .with_min_len(64)
                     .flat_map_iter(|i| {
@@ -125,7 +190,7 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
                         nbrs.iter().filter(|&&u| unvisited.contains(u) && unvisited.take(u)).map(move |&u| (u, v))
                     })
                     .collect();
-                settle(hits);
+                settle(&hits);
             })?;
         }
         reached += added;

@@ -7,11 +7,12 @@ use solidgraph_store::Store;
 
 use crate::error::{Progress, Result};
 use crate::frontier::Lists;
+use crate::state;
 
 pub fn cdlp(store: &Store, iterations: u32, progress: Progress) -> Result<Vec<u64>> {
     let n = store.num_nodes();
     let lists = Lists::both(store, "CDLP")?;
-    let mut labels: Vec<u64> = (0..n).collect();
+    let mut labels: Vec<u64> = state::from_fn(n as usize, |v| v as u64);
     let mut next = labels.clone();
     let mut buf: Vec<u64> = Vec::new();
     for it in 0..iterations {

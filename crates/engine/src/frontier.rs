@@ -5,9 +5,10 @@
 //! the chunk (one sequential run of merged large I/Os) when they would touch
 //! a large share of its pages, or batched with other chunks' members into
 //! selective page reads through the cache (Graphene and Blaze make the same
-//! choice). A reader thread plans and runs the I/O one batch ahead of the
-//! thread that applies the algorithm, which may spread a batch's vertices
-//! over both cores.
+//! choice). A planner thread cuts the frontier into jobs, two reader
+//! threads run their I/O and decoding ahead of the thread that applies the
+//! algorithm (which may spread a batch's vertices over both cores), and the
+//! batches reach it in the plan's order.
 
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::mpsc::sync_channel;
@@ -18,11 +19,13 @@ use crate::error::{EngineError, Result};
 
 /// 4 MiB of 4 KiB pages per sequential chunk.
 const CHUNK_PAGES: usize = 1024;
+/// Threads reading batches ahead of the algorithm.
+const READERS: usize = 2;
 /// Vertices per selective read batch.
 const SPARSE_BATCH: usize = 16 * 1024;
 /// Pages per selective read batch, as many as a chunk: a batch of hubs
 /// would otherwise hold their whole extents (and their decoded lists, twice
-/// the size) at once, with up to three batches alive.
+/// the size) at once, with up to READERS + 1 batches alive.
 const SPARSE_PAGES: usize = CHUNK_PAGES;
 /// A random page read costs about this many sequential ones on our disks
 /// (fio: 114K IOPS x 4 KiB at depth 64 against 1.28 GB/s sequential).
@@ -288,25 +291,48 @@ impl<'a> Lists<'a> {
     }
 
     /// Hands `f` the frontier's lists one read batch at a time: for `All`,
-    /// whole chunks in id order; otherwise in no particular order. The
-    /// reads run on a helper thread one batch ahead of `f`.
+    /// whole chunks in id order; otherwise in no particular order. Reads
+    /// run on `READERS` threads ahead of `f`, so one batch's I/O is in
+    /// flight while another is decoded.
     pub fn batches(&self, frontier: Frontier, mut f: impl FnMut(&Batch)) -> Result<()> {
         self.planned.store(0, SeqCst);
-        // Rendezvous: the reader holds at most the batch it finished while
-        // `f` works on the one before (two batches alive, not three).
-        let (tx, rx) = sync_channel::<Result<Batch>>(0);
         std::thread::scope(|s| {
+            // Job k goes to reader k % READERS and its batch comes back on
+            // that reader's channel, so `f` sees the plan's order. Both
+            // channels are rendezvous: a reader holds at most the batch it
+            // finished while `f` works on another.
+            let (mut jobs, mut done) = (Vec::new(), Vec::new());
+            for _ in 0..READERS {
+                let (job_tx, job_rx) = sync_channel::<Job>(0);
+                let (tx, rx) = sync_channel::<Result<Batch>>(0);
+                s.spawn(move || {
+                    for job in job_rx {
+                        let got = self.read(job);
+                        let stop = got.is_err();
+                        // A closed channel means the consumer stopped.
+                        if tx.send(got).is_err() || stop {
+                            return;
+                        }
+                    }
+                });
+                jobs.push(job_tx);
+                done.push(rx);
+            }
             s.spawn(move || {
-                let send = |job: Job| {
-                    let got = self.read(job);
-                    let stop = got.is_err();
-                    // A closed channel means the consumer stopped.
-                    tx.send(got).is_ok() && !stop
-                };
-                self.plan(frontier, send);
+                let mut k = 0;
+                self.plan(frontier, |job| {
+                    let sent = jobs[k % READERS].send(job).is_ok();
+                    k += 1;
+                    sent
+                });
             });
-            for got in rx {
-                f(&got?);
+            // A reader's channel closes once the plan is done and it has
+            // handed over every batch.
+            for k in 0.. {
+                match done[k % READERS].recv() {
+                    Ok(got) => f(&got?),
+                    Err(_) => break,
+                }
             }
             Ok(())
         })

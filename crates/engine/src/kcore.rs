@@ -25,6 +25,7 @@ use solidgraph_store::Store;
 
 use crate::error::{EngineError, Progress, Result};
 use crate::frontier::{AHEAD, Batch, Bitset, Frontier, Lists, prefetch};
+use crate::state;
 
 pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
     let n = store.num_nodes();
@@ -33,7 +34,7 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
     }
     let lists = Lists::both(store, "k-core")?;
     // Degree = distinct neighbors other than the vertex itself.
-    let mut core = vec![0u32; n as usize];
+    let mut core = state::filled(n as usize, 0u32);
     lists.batches(Frontier::All, |b| {
         let deg = per_vertex(b, |_, v, list, tmp| (distinct(v, sorted(list, tmp)).count() as u32, 0));
         for (i, (d, _)) in deg.into_iter().enumerate() {
@@ -43,7 +44,7 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
     // Every vertex with neighbors is computed once; vertices without are 0
     // already and never change. Until computed, support is an upper bound
     // (the degree), so it cannot underflow while neighbors fall.
-    let support: Vec<AtomicU32> = core.iter().map(|&d| AtomicU32::new(d)).collect();
+    let support: Vec<AtomicU32> = state::from_fn(core.len(), |v| AtomicU32::new(core[v]));
     let mut active = Bitset::new(n);
     for (v, &d) in core.iter().enumerate() {
         if d > 0 {

@@ -15,6 +15,7 @@ pub mod mis;
 pub mod pagerank;
 pub mod sampler;
 pub mod sssp;
+pub mod state;
 pub mod walks;
 pub mod wcc;
 

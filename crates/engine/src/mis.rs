@@ -7,6 +7,7 @@ use solidgraph_store::Store;
 
 use crate::error::{Progress, Result};
 use crate::frontier::Lists;
+use crate::state;
 
 const UNDECIDED: u8 = 0;
 const IN: u8 = 1;
@@ -24,7 +25,7 @@ fn priority(seed: u64, v: u64) -> (u64, u64) {
 pub fn mis(store: &Store, seed: u64, progress: Progress) -> Result<Vec<bool>> {
     let n = store.num_nodes();
     let lists = Lists::both(store, "MIS")?;
-    let mut state = vec![UNDECIDED; n as usize];
+    let mut state = state::filled(n as usize, UNDECIDED);
     let mut undecided: Vec<u64> = (0..n).collect();
     let mut round = 0;
     while !undecided.is_empty() {

@@ -16,6 +16,7 @@ use solidgraph_store::{Direction, Store};
 
 use crate::error::{EngineError, Progress, Result};
 use crate::frontier::{AHEAD, Frontier, Lists, prefetch};
+use crate::state;
 
 #[derive(Debug, Clone)]
 pub struct PageRank {
@@ -45,10 +46,10 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
     } else {
         None
     };
-    let mut pr = vec![1.0 / nf; n];
-    let mut next = vec![0.0f64; n];
+    let mut pr = state::filled(n, 1.0 / nf);
+    let mut next = state::filled(n, 0.0f64);
     // Out-degrees, recorded by the first (push) iteration when later ones pull.
-    let mut deg: Vec<u32> = if pull.is_some() { vec![0; n] } else { Vec::new() };
+    let mut deg: Vec<u32> = if pull.is_some() { state::filled(n, 0) } else { Vec::new() };
     let mut done = 0;
     while done < iterations {
         let delta = match &pull {

@@ -6,6 +6,7 @@ use solidgraph_store::{Direction, Store};
 
 use crate::error::{EngineError, Progress, Result};
 use crate::frontier::Lists;
+use crate::state;
 
 pub fn sssp(store: &Store, source: u64, progress: Progress) -> Result<Vec<f64>> {
     let n = store.num_nodes();
@@ -13,7 +14,7 @@ pub fn sssp(store: &Store, source: u64, progress: Progress) -> Result<Vec<f64>> 
         return Err(EngineError::Invalid(format!("source vertex {source} is not in the graph ({n} vertices)")));
     }
     let lists = Lists::new(store, Direction::Out, true)?;
-    let mut dist = vec![f64::INFINITY; n as usize];
+    let mut dist = state::filled(n as usize, f64::INFINITY);
     dist[source as usize] = 0.0;
     let mut frontier = vec![source];
     let mut in_next = vec![false; n as usize];

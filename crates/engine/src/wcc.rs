@@ -11,7 +11,8 @@ use rayon::prelude::*;
 use solidgraph_store::{Direction, Store};
 
 use crate::error::{Progress, Result};
-use crate::frontier::{Frontier, Lists};
+use crate::frontier::{AHEAD, Frontier, Lists, prefetch};
+use crate::state;
 
 /// The root of v's set, halving the path on the way. Every write stores an
 /// ancestor (a non-root's parent is only ever moved up its own path), so
@@ -46,7 +47,7 @@ fn union(parent: &[AtomicU64], mut a: u64, mut b: u64) {
 
 pub fn wcc(store: &Store, progress: Progress) -> Result<Vec<u64>> {
     let n = store.num_nodes();
-    let parent: Vec<AtomicU64> = (0..n).map(AtomicU64::new).collect();
+    let parent: Vec<AtomicU64> = state::from_fn(n as usize, |v| AtomicU64::new(v as u64));
     let lists = Lists::new(store, Direction::Out, false)?;
     // An undirected store holds every edge in both lists: one is enough.
     let both_ways = !store.directed();
@@ -54,7 +55,8 @@ pub fn wcc(store: &Store, progress: Progress) -> Result<Vec<u64>> {
     lists.batches(Frontier::All, |b| {
         (0..b.len()).into_par_iter().with_min_len(1024).for_each(|i| {
             let (v, nbrs, _) = b.get(i);
-            for &u in nbrs {
+            for (j, &u) in nbrs.iter().enumerate() {
+                prefetch(&parent, nbrs, j + AHEAD);
                 if !(both_ways && u > v) {
                     union(&parent, v, u);
                 }
