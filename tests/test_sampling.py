@@ -345,10 +345,13 @@ def test_graph_pickles_as_its_path(g):
 
 
 
-def test_row_cache_gives_the_same_samples(g):
-    # The same store opened with a row cache: identical samples and
-    # features; the second pass hits the rows the first one cached.
-    r = solidgraph.open(g.path, cache_bytes=1 << 20, row_cache_bytes=4 << 20)
+@pytest.mark.parametrize("admission", ["hot", "all"])
+@pytest.mark.parametrize("row_cache_bytes", [4 << 20, 4 << 10])
+def test_row_cache_gives_the_same_samples(g, admission, row_cache_bytes):
+    # The same store opened with a row cache (holding every row, or a few
+    # dozen: then "hot" admits only the highest-degree vertices' rows):
+    # identical samples and features.
+    r = solidgraph.open(g.path, cache_bytes=1 << 20, row_cache_bytes=row_cache_bytes, row_admission=admission)
     seeds = np.arange(0, 200, 3)
     for _ in range(2):
         a = g.sample_neighbors(seeds, [5, 3], seed=7, tensors=["x"])
@@ -356,3 +359,8 @@ def test_row_cache_gives_the_same_samples(g):
         np.testing.assert_array_equal(a.node, b.node)
         np.testing.assert_array_equal(a.tensors["x"], b.tensors["x"])
     np.testing.assert_array_equal(r.tensor("x", [5, 5, 9]), g.tensor("x", [5, 5, 9]))
+
+
+def test_row_admission_must_be_known(g):
+    with pytest.raises(SolidGraphError, match='row_admission must be "hot" or "all"'):
+        solidgraph.open(g.path, row_cache_bytes=1 << 20, row_admission="lru")

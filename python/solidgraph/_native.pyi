@@ -124,7 +124,7 @@ def import_graph(
     gets (phase, done, total). A failed import leaves nothing behind.
     """
 
-def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False, delta_budget: int = 256 << 20, row_cache_bytes: int = 0) -> Graph:
+def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False, delta_budget: int = 256 << 20, row_cache_bytes: int = 0, row_admission: Literal["hot", "all"] = "hot") -> Graph:
     """Opens a store with a page cache of `cache_bytes` (0: no cache).
     `writable=True` takes the store's writer lock (one writer process; a
     second gets SolidGraphError "locked") and enables the update methods.
@@ -135,7 +135,11 @@ def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False, d
     raises SolidGraphError ("reopen it") rather than read moved pages.
     `row_cache_bytes` (read-only opens) adds a cache of tensor rows: a hot
     row shares its page with cold ones, so caching rows keeps more hot
-    features per byte; tensor pages then bypass the page cache."""
+    features per byte; tensor pages then bypass the page cache.
+    `row_admission="hot"` admits only rows of the vertices of highest degree
+    at import, as many as the budget holds (a sampled node is drawn about in
+    proportion to its degree, so the rows read once never push them out);
+    "all" admits every row (plain SIEVE)."""
 
 @final
 class Graph:

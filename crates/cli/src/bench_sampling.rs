@@ -17,7 +17,7 @@ use clap::{Args, ValueEnum};
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use solidgraph_engine::sampler::{SampleOptions, choose, rng_for, sample_neighbors};
-use solidgraph_store::{Direction, OpenOptions, Store, TensorData, TensorInput};
+use solidgraph_store::{Direction, OpenOptions, RowAdmission, Store, TensorData, TensorInput};
 
 use super::common::*;
 use super::kron::Kronecker;
@@ -68,6 +68,9 @@ pub struct SamplingArgs {
     /// (the rest caches pages): the caching policy compared.
     #[arg(long, default_value_t = 0.0)]
     row_cache_share: f64,
+    /// Rows the row cache admits: of the highest-degree vertices, or all.
+    #[arg(long, value_enum, default_value_t = Admission::Hot)]
+    row_admission: Admission,
     /// Rows per batch of the feature-gather-alone comparison (~1024 x 250).
     #[arg(long, default_value_t = 256_000)]
     gather_rows: usize,
@@ -91,6 +94,21 @@ pub struct SamplingArgs {
     backend: Option<String>,
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Admission {
+    Hot,
+    All,
+}
+
+impl Admission {
+    fn name(self) -> &'static str {
+        match self {
+            Admission::Hot => "hot",
+            Admission::All => "all",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
@@ -174,6 +192,8 @@ pub struct SamplingWorkerArgs {
     workers: usize,
     #[arg(long, default_value_t = 0)]
     row_cache_bytes: u64,
+    #[arg(long, value_enum, default_value_t = Admission::Hot)]
+    row_admission: Admission,
     #[arg(long)]
     cgroup: Option<PathBuf>,
     #[arg(long)]
@@ -329,6 +349,7 @@ pub fn run(a: SamplingArgs) -> CliResult {
                 ("--limit-batches", limit_batches.to_string()),
                 ("--workers", a.workers.to_string()),
                 ("--row-cache-bytes", rows.to_string()),
+                ("--row-admission", a.row_admission.name().to_string()),
             ] {
                 args.push(k.into());
                 args.push(v.into());
@@ -462,6 +483,7 @@ impl Report<'_> {
             "store_bytes": self.g.store_bytes, "cache_bytes": self.cache_bytes, "memory_limit_bytes": self.limit,
             "memory_enforced": self.cgroups, "fanouts": self.a.fanouts, "batch_size": self.a.batch_size, "batches": self.a.batches,
             "gather_rows": self.a.gather_rows, "gather_batches": self.a.gather_batches, "rounds": self.a.rounds,
+            "row_cache_share": self.a.row_cache_share, "row_admission": self.a.row_admission.name(),
             "bench_io_randread_4k_qd64_iops": self.iops.as_ref().map(|r| r.iops),
             "solidgraph_ios_per_s": self.s_io().map(|s| s.0), "solidgraph_pages_per_s": self.s_io().map(|s| s.1),
             "cache_hit_rate": self.s_io().map(|s| s.2), "verified_batches": self.verified,
@@ -539,8 +561,9 @@ impl Report<'_> {
         }
         if let Some((h, mi)) = self.median(Contender::Solidgraph).and_then(|m| m.w.as_ref()?.row_hits) {
             println!(
-                "S caches: {:.0}% of the budget caches feature rows (row hit rate {:.1}%), the rest pages",
+                "S caches: {:.0}% of the budget caches feature rows, admitting {} rows (row hit rate {:.1}%), the rest pages",
                 100.0 * self.a.row_cache_share,
+                if self.a.row_admission == Admission::Hot { "the highest-degree vertices'" } else { "all" },
                 100.0 * h as f64 / (h + mi).max(1) as f64
             );
         }
@@ -680,7 +703,10 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
     } else {
         let store = Store::open(
             &l.store(),
-            &OpenOptions { cache_bytes: a.cache_bytes, row_cache_bytes: a.row_cache_bytes, backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() },
+            &OpenOptions { cache_bytes: a.cache_bytes, row_cache_bytes: a.row_cache_bytes, row_admission: match a.row_admission {
+                Admission::Hot => RowAdmission::Hot,
+                Admission::All => RowAdmission::All,
+            }, backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() },
         )?;
         let o = SampleOptions { fanouts: a.fanouts.clone(), direction: Direction::In, seed: a.seed, tensors: vec!["x".into()], ..Default::default() };
         let run = |b: &[u64]| -> CliResult<Out> {

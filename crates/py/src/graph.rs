@@ -11,7 +11,7 @@ use solidgraph_engine::loader::{PrefetchOptions, Prefetcher};
 use solidgraph_engine::sampler::{self, SampleOptions};
 use solidgraph_engine::walks::{self, WalkOptions};
 use solidgraph_engine::{bfs, cdlp, kcore, lcc, mis, pagerank, sssp, wcc};
-use solidgraph_store::{Direction, OpenOptions, Store};
+use solidgraph_store::{Direction, OpenOptions, RowAdmission, Store};
 
 use crate::convert::{int64_array, row_bytes, typed_vec, u64_vec};
 use crate::err;
@@ -626,11 +626,17 @@ impl Graph {
 /// enables the update methods; every open replays the write-ahead log.
 /// Pending updates over `delta_budget` bytes are merged into pages by the
 /// write that crosses it (0: only `merge()` merges). `row_cache_bytes`
-/// (read-only opens) caches tensor rows rather than pages.
+/// (read-only opens) caches tensor rows rather than pages; `row_admission`
+/// "hot" keeps only rows of the highest-degree vertices, "all" every row.
 #[pyfunction]
-#[pyo3(signature = (path, cache_bytes=268435456, writable=false, delta_budget=268435456, row_cache_bytes=0))]
-pub fn open(py: Python<'_>, path: PathBuf, cache_bytes: u64, writable: bool, delta_budget: u64, row_cache_bytes: u64) -> PyResult<Graph> {
-    let opts = OpenOptions { cache_bytes, writable, delta_budget, row_cache_bytes, ..Default::default() };
+#[pyo3(signature = (path, cache_bytes=268435456, writable=false, delta_budget=268435456, row_cache_bytes=0, row_admission="hot"))]
+pub fn open(py: Python<'_>, path: PathBuf, cache_bytes: u64, writable: bool, delta_budget: u64, row_cache_bytes: u64, row_admission: &str) -> PyResult<Graph> {
+    let row_admission = match row_admission {
+        "hot" => RowAdmission::Hot,
+        "all" => RowAdmission::All,
+        other => return Err(err(format!("row_admission must be \"hot\" or \"all\", not {other:?}"))),
+    };
+    let opts = OpenOptions { cache_bytes, writable, delta_budget, row_cache_bytes, row_admission, ..Default::default() };
     let store = py.allow_threads(|| Store::open(&path, &opts)).map_err(err)?;
     Ok(Graph { slot: Arc::new(StoreSlot::new(path, opts, store, false)) })
 }

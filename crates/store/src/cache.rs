@@ -122,8 +122,13 @@ pub struct CacheStats {
     pub budget: u64,
 }
 
+/// Decides whether a missed key may enter the cache.
+pub type Admit = Box<dyn Fn(u64) -> bool + Send + Sync>;
+
 pub struct PageCache {
     budget: usize,
+    /// None: every miss is inserted.
+    admit: Option<Admit>,
     inner: Mutex<Sieve>,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -132,7 +137,14 @@ pub struct PageCache {
 
 impl PageCache {
     pub fn new(budget: usize) -> PageCache {
-        PageCache { budget, inner: Mutex::new(Sieve::new()), hits: AtomicU64::new(0), misses: AtomicU64::new(0), evictions: AtomicU64::new(0) }
+        PageCache { budget, admit: None, inner: Mutex::new(Sieve::new()), hits: AtomicU64::new(0), misses: AtomicU64::new(0), evictions: AtomicU64::new(0) }
+    }
+
+    /// A cache that inserts only the misses `admit` accepts (the others are
+    /// returned, not kept): a scan-resistant cache for keys whose future use
+    /// is known to be skewed.
+    pub fn with_admission(budget: usize, admit: Admit) -> PageCache {
+        PageCache { admit: Some(admit), ..PageCache::new(budget) }
     }
 
     /// Returns the pages in request order. `load` gets the distinct missing
@@ -169,7 +181,7 @@ impl PageCache {
         if self.budget > 0 {
             let mut s = self.inner.lock().unwrap();
             'insert: for (&p, d) in missing.iter().zip(&loaded) {
-                if s.map.contains_key(&p) {
+                if s.map.contains_key(&p) || self.admit.as_ref().is_some_and(|a| !a(p)) {
                     continue;
                 }
                 while s.bytes + d.len() > self.budget && !s.map.is_empty() {
@@ -254,6 +266,23 @@ mod tests {
         c.get_many(&[1, 9, 2], load).unwrap();
         assert_eq!(c.stats().hits, 1, "invalidated pages were served");
         assert!(c.stats().bytes <= 64);
+    }
+
+    #[test]
+    fn only_admitted_keys_are_kept() {
+        let c = PageCache::with_admission(4 * 16, Box::new(|p| p % 2 == 0));
+        let load = |ps: &[u64]| Ok(ps.iter().map(|&p| page(p)).collect());
+        let got = c.get_many(&[1, 2, 3, 4], load).unwrap();
+        assert_eq!(got.iter().map(|g| g[0]).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        assert_eq!(c.stats().bytes, 32);
+        c.reset_stats();
+        c.get_many(&[1, 2, 3, 4], load).unwrap();
+        assert_eq!((c.stats().hits, c.stats().misses), (2, 2));
+        // Odd keys never push even ones out.
+        c.get_many(&(5..1000).filter(|p| p % 2 == 1).collect::<Vec<_>>(), load).unwrap();
+        c.reset_stats();
+        c.get_many(&[2, 4], load).unwrap();
+        assert_eq!(c.stats().hits, 2);
     }
 
     #[test]

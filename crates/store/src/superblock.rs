@@ -9,10 +9,13 @@
 //! num_nodes u64 | num_edges u64 | total_pages u64 | checkpoint_lsn u64
 //! out: DirMeta | in: DirMeta            (6 x u64 each)
 //! tensor map: Table | tombstones: Table (3 x u64 each; version 2)
+//! hot: Table                            (3 x u64; version 3)
 //! tensors u32 | tensors x TensorMeta    (64-byte name, dtype u8 + 7 pad, 5 x u64)
 //! ```
 //!
-//! Version 1 stores (no merge yet) lack the two tables and read as empty.
+//! Version 1 stores (no merge yet) lack the two tables and read as empty;
+//! stores before version 3 have no hot table (the row cache then admits
+//! every row).
 
 use std::path::Path;
 
@@ -22,7 +25,7 @@ use crate::page::{HEADER, Header, Kind, open_kind, seal, u32_at, u64_at};
 use crate::tensor::DType;
 
 pub const MAGIC: &[u8; 8] = b"SOLIDGRF";
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 pub const MAX_TENSORS: usize = 32;
 pub const MAX_TENSOR_NAME: usize = 63;
 const TENSOR_ENTRY: usize = 64 + 8 + 40;
@@ -92,6 +95,9 @@ pub struct Superblock {
     pub tensor_map: Table,
     /// Deleted vertex ids, sorted (ids are never reused).
     pub tombstones: Table,
+    /// The vertices of highest out-degree at import, highest first (ties by
+    /// id), at most `import::HOT_MAX` of them: the rows a row cache admits.
+    pub hot: Table,
     pub tensors: Vec<TensorMeta>,
 }
 
@@ -130,7 +136,7 @@ impl Superblock {
         }
         put_dir(&mut b, &self.out);
         put_dir(&mut b, &self.inn.unwrap_or_default());
-        for t in [self.tensor_map, self.tombstones] {
+        for t in [self.tensor_map, self.tombstones, self.hot] {
             for x in [t.start, t.pages, t.words] {
                 b.extend_from_slice(&x.to_le_bytes());
             }
@@ -154,7 +160,7 @@ impl Superblock {
 
     /// Bytes a superblock with `tensors` tensors needs; must fit a page.
     pub fn body_bytes(tensors: usize) -> usize {
-        HEADER + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 32 + 96 + 48 + 4 + tensors * TENSOR_ENTRY
+        HEADER + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 32 + 96 + 72 + 4 + tensors * TENSOR_ENTRY
     }
 
     /// Decodes copy `which`; `path` names the store in errors.
@@ -187,6 +193,10 @@ impl Superblock {
         let (tensor_map, tombstones) = if version >= 2 { (table(at), table(at + 24)) } else { (Table::default(), Table::default()) };
         if version >= 2 {
             at += 48;
+        }
+        let hot = if version >= 3 { table(at) } else { Table::default() };
+        if version >= 3 {
+            at += 24;
         }
         let nt = u32_at(b, at) as usize;
         at += 4;
@@ -224,6 +234,7 @@ impl Superblock {
             inn: (flags & 2 != 0).then_some(inn),
             tensor_map,
             tombstones,
+            hot,
             tensors,
         })
     }

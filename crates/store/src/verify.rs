@@ -67,8 +67,18 @@ impl Store {
             rep.pages += gtt.len() as u64 + meta.gtt_pages + meta.bitmap_pages;
             progress(rep.pages, total);
         }
-        // The tables were read and checked when the store opened.
+        // The tensor map and tombstones were read and checked when the store
+        // opened; the hot table only in part, if at all.
         rep.pages += sb.tensor_map.pages + sb.tombstones.pages;
+        let mut hot = crate::store::load_table(self.volume(), &sb.hot)?;
+        hot.sort_unstable();
+        if let Some(&v) = hot.last().filter(|&&v| v >= sb.num_nodes) {
+            return Err(corrupt(sb.hot.start, format!("hot table names vertex {v} of {}", sb.num_nodes)));
+        }
+        if let Some(w) = hot.windows(2).find(|w| w[0] == w[1]) {
+            return Err(corrupt(sb.hot.start, format!("hot table names vertex {} twice", w[0])));
+        }
+        rep.pages += sb.hot.pages;
         let mut named = crate::space::pages_in_use(&base);
         named.sort_unstable();
         if let Some(w) = named.windows(2).find(|w| w[0] == w[1]) {

@@ -428,3 +428,46 @@ fn results_identical_with_tiny_and_large_cache() {
     }
     assert!(big.stats().cache.hits > 0);
 }
+
+#[test]
+fn row_cache_admits_the_highest_degree_vertices_rows() {
+    // Vertex v has v % 5 out-edges: ranked by degree, ties by id, the first
+    // nine are 4, 9, .., 39 (degree 4) and then 3 (the smallest of degree 3).
+    let n = 40u64;
+    let mut g = Graph { src: vec![], dst: vec![], w: vec![], l: vec![] };
+    for v in 0..n {
+        for k in 1..=v % 5 {
+            g.src.push(v);
+            g.dst.push((v + k) % n);
+            g.w.push(1.0);
+            g.l.push(0);
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("hot");
+    let o = ImportOptions::default();
+    let bytes: Vec<u8> = (0..n * 4).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let t = TensorInput { name: "x".into(), data: TensorData::Memory { dtype: DType::F32, rows: n, dim: 4, bytes: bytes.clone() } };
+    import(&out, &[mem_input(&g, &o)], &[t], &o, &quiet).unwrap();
+    let all: Vec<u64> = (0..n).collect();
+    let s = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: 9 * 16, ..Default::default() }).unwrap();
+    assert_eq!(s.superblock().hot.words, n / 4, "a quarter of the vertices are ranked");
+    s.verify(&mut |_, _| {}).unwrap();
+    for _ in 0..3 {
+        assert_eq!(s.tensor("x", &all).unwrap().data, bytes);
+    }
+    let hits = |ids: &[u64]| {
+        s.reset_stats();
+        s.tensor("x", ids).unwrap();
+        s.stats().rows.unwrap().hits
+    };
+    let hot = [4, 9, 14, 19, 24, 29, 34, 39, 3];
+    assert_eq!(hits(&hot), 9, "every admitted row stays cached");
+    assert_eq!(hits(&[8, 13, 0, 1, 2]), 0, "rows past the budget's share of the ranking are not admitted");
+    // Admitting every row, cold rows are cached too.
+    let all_rows = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: 9 * 16, row_admission: RowAdmission::All, ..Default::default() }).unwrap();
+    all_rows.tensor("x", &[8, 13, 0, 1, 2]).unwrap();
+    all_rows.reset_stats();
+    all_rows.tensor("x", &[8, 13, 0, 1, 2]).unwrap();
+    assert_eq!(all_rows.stats().rows.unwrap().hits, 5);
+}

@@ -1,6 +1,9 @@
 //! Lays sorted edge records out as adjacency pages, and tensor rows as tensor
 //! pages, writing consecutive pages in large batches.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use solidgraph_io::{AlignedBuf, Volume};
 
 use super::sort::{Merged, Rec};
@@ -80,6 +83,8 @@ pub struct LayoutOptions {
     pub epoch: u64,
     /// Keep a presence bitmap (see `Gtt`).
     pub presence: bool,
+    /// Rank this many vertices of highest degree (`Laid::hot`); 0: none.
+    pub hot: usize,
 }
 
 pub struct Laid {
@@ -87,6 +92,38 @@ pub struct Laid {
     pub edges: u64,
     pub next_page: u64,
     pub adj_pages: u64,
+    /// Up to `LayoutOptions::hot` vertices with edges, highest degree
+    /// first, ties by id.
+    pub hot: Vec<u64>,
+}
+
+/// The `k` vertices of highest degree seen so far: a min-heap of k entries,
+/// so ranking a billion vertices needs memory for k, not for all of them.
+struct TopDegrees {
+    k: usize,
+    /// Ordered by (degree, Reverse(id)): the root is the first to go, the
+    /// lowest degree and, among equals, the highest id.
+    heap: BinaryHeap<Reverse<(u64, Reverse<u64>)>>,
+}
+
+impl TopDegrees {
+    fn push(&mut self, v: u64, degree: u64) {
+        if self.k == 0 || degree == 0 {
+            return;
+        }
+        let e = Reverse((degree, Reverse(v)));
+        if self.heap.len() < self.k {
+            self.heap.push(e);
+        } else if self.heap.peek().is_some_and(|min| e < *min) {
+            self.heap.pop();
+            self.heap.push(e);
+        }
+    }
+
+    fn ranked(self) -> Vec<u64> {
+        // Ascending Reverse order is descending (degree, Reverse(id)).
+        self.heap.into_sorted_vec().into_iter().map(|Reverse((_, Reverse(v)))| v).collect()
+    }
 }
 
 /// Builds the adjacency of one direction from a sorted record stream.
@@ -107,6 +144,9 @@ struct Builder<'a> {
     packed_base: u64,
     /// Extent pages already written for `v` (0: not an extent yet).
     extent_pages: u32,
+    /// `edges` when `v` began.
+    v_first_edge: u64,
+    top: TopDegrees,
 }
 
 impl Builder<'_> {
@@ -195,7 +235,9 @@ impl Builder<'_> {
             self.ws.clear();
             self.ls.clear();
         }
+        self.top.push(self.v, self.edges - self.v_first_edge);
         self.v = next;
+        self.v_first_edge = self.edges;
         self.has_self = false;
         self.extent_pages = 0;
         Ok(())
@@ -222,6 +264,8 @@ pub fn lay_out(vol: &Volume, first_page: u64, merged: &mut Merged, o: &LayoutOpt
         has_self: false,
         packed_base: 0,
         extent_pages: 0,
+        v_first_edge: 0,
+        top: TopDegrees { k: o.hot, heap: BinaryHeap::with_capacity(o.hot.min(1 << 20)) },
     };
     let mut seen = 0u64;
     while let Some(Rec { src, dst, wbits, label }) = merged.next()? {
@@ -245,7 +289,7 @@ pub fn lay_out(vol: &Volume, first_page: u64, merged: &mut Merged, o: &LayoutOpt
     progress(total, total);
     let edges = b.edges;
     let next = b.w.finish()?;
-    Ok(Laid { gtt: b.gtt, edges, next_page: next, adj_pages: next - first_page })
+    Ok(Laid { gtt: b.gtt, edges, next_page: next, adj_pages: next - first_page, hot: b.top.ranked() })
 }
 
 /// Writes one tensor's rows (a byte stream) as tensor pages from

@@ -28,11 +28,16 @@ use self::source::EdgeInput;
 use crate::adjacency::EdgeFormat;
 use crate::error::{Result, StoreError, file_err};
 use crate::gtt::Gtt;
+use crate::page;
 use crate::store::member_path;
-use crate::superblock::{DirMeta, MAX_TENSOR_NAME, MAX_TENSORS, Superblock, TensorMeta};
+use crate::superblock::{DirMeta, MAX_TENSOR_NAME, MAX_TENSORS, Superblock, Table, TensorMeta};
 use crate::tensor::{self, DType};
 
 const EPOCH: u64 = 1;
+/// The hot table ranks at most this many vertices (a quarter of them up to
+/// here): enough for a row cache of several times the rows a share of a
+/// store's bytes holds, 128 MiB of table at most.
+pub const HOT_MAX: usize = 1 << 24;
 
 #[derive(Debug, Clone)]
 pub struct ImportOptions {
@@ -287,8 +292,9 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     // The presence bitmap costs n/8 bytes; skip it when ids are so sparse
     // that it would outweigh the 4-byte id column of the edges.
     let presence = num_nodes <= 32 * out_sort.count.max(1);
-    let lo = LayoutOptions { fmt, fill: o.fill_factor, dedup: o.dedup, self_loops: o.self_loops, num_nodes, epoch: EPOCH, presence };
-    let (out_meta, in_meta, total_pages, num_edges) = std::thread::scope(|scope| -> Result<_> {
+    let hot = (num_nodes.div_ceil(4) as usize).min(HOT_MAX).min(o.memory_budget as usize / 64);
+    let lo = LayoutOptions { fmt, fill: o.fill_factor, dedup: o.dedup, self_loops: o.self_loops, num_nodes, epoch: EPOCH, presence, hot };
+    let (out_meta, in_meta, hot, total_pages, num_edges) = std::thread::scope(|scope| -> Result<_> {
         let writer = scope.spawn(|| -> Result<()> {
             for (i, p) in plans.iter().enumerate() {
                 write_one_tensor(&vol, i as u32, p, progress)?;
@@ -306,12 +312,13 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
                 let total = s.count;
                 let mut merged = s.finish(merge_budget)?;
                 let start = next;
-                let laid = lay_out(&vol, start, &mut merged, &LayoutOptions { self_loops: o.self_loops, ..lo }, total, &|d, t| progress("in-edges", d, t))?;
+                let laid = lay_out(&vol, start, &mut merged, &LayoutOptions { hot: 0, ..lo }, total, &|d, t| progress("in-edges", d, t))?;
                 let (m, n) = write_gtt(&vol, &laid.gtt, num_nodes, laid.next_page, start)?;
                 in_meta = Some(m);
                 next = n;
             }
-            Ok((out_meta, in_meta, next, out_laid.edges))
+            let hot = write_table(&vol, &out_laid.hot, next)?;
+            Ok((out_meta, in_meta, hot, next + hot.pages, out_laid.edges))
         })();
         let wrote = writer.join().map_err(|_| StoreError::Invalid("tensor writer thread panicked".into()))?;
         let laid = laid?;
@@ -335,6 +342,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         inn: if o.undirected { None } else { in_meta },
         tensor_map: Default::default(),
         tombstones: Default::default(),
+        hot,
         tensors: plans.iter().map(|p| p.meta.clone()).collect(),
     };
     vol.sync(true)?;
@@ -377,6 +385,21 @@ fn trim_members(paths: &[PathBuf], total_pages: u64, o: &ImportOptions) -> Resul
         f.sync_all().map_err(file_err(p))?;
     }
     Ok(())
+}
+
+/// Writes `words` as table pages from page `at`.
+fn write_table(vol: &Volume, words: &[u64], at: u64) -> Result<Table> {
+    let ps = vol.page_size();
+    let n = page::table_pages(words.len(), ps);
+    let mut buf = vec![0u8; n as usize * ps];
+    page::encode_table(words, ps, at, EPOCH, &mut buf);
+    let mut w = PageWriter::new(vol, at);
+    for chunk in buf.chunks(ps) {
+        w.page().copy_from_slice(chunk);
+        w.done()?;
+    }
+    w.finish()?;
+    Ok(Table { start: at, pages: n, words: words.len() as u64 })
 }
 
 /// Writes the GTT pages, then the presence bitmap, from page `at`.
