@@ -17,11 +17,8 @@ use solidgraph_store::{Csr, Direction, GttRef, Store};
 
 use crate::error::{EngineError, Result};
 
-/// 2 MiB of 4 KiB pages per sequential chunk: READERS + 1 batches are alive,
-/// each held as pages and as decoded lists (twice the bytes), and k-core at
-/// Kronecker scale 24 has ~60 MiB of its 10% budget left for them and the
-/// cache (4 MiB chunks ran it out of its cgroup).
-const CHUNK_PAGES: usize = 512;
+/// 4 MiB of 4 KiB pages per sequential chunk.
+const CHUNK_PAGES: usize = 1024;
 /// Threads reading batches ahead of the algorithm.
 const READERS: usize = 2;
 /// Vertices per selective read batch.
