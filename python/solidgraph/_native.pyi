@@ -124,7 +124,7 @@ def import_graph(
     gets (phase, done, total). A failed import leaves nothing behind.
     """
 
-def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False, delta_budget: int = 256 << 20, row_cache_bytes: int = 0, row_admission: Literal["hot", "all"] = "hot") -> Graph:
+def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False, delta_budget: int = 256 << 20, row_cache_bytes: int = 0, row_admission: Literal["all", "hot"] = "all") -> Graph:
     """Opens a store with a page cache of `cache_bytes` (0: no cache).
     `writable=True` takes the store's writer lock (one writer process; a
     second gets SolidGraphError "locked") and enables the update methods.
@@ -136,10 +136,10 @@ def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False, d
     `row_cache_bytes` (read-only opens) adds a cache of tensor rows: a hot
     row shares its page with cold ones, so caching rows keeps more hot
     features per byte; tensor pages then bypass the page cache.
-    `row_admission="hot"` admits only rows of the vertices of highest degree
-    at import, as many as the budget holds (a sampled node is drawn about in
-    proportion to its degree, so the rows read once never push them out);
-    "all" admits every row (plain SIEVE)."""
+    `row_admission="all"` admits every row (SIEVE); "hot" admits only rows
+    of the vertices of highest degree at import, as many as the budget
+    holds (measured worse on Kronecker sampling: 52% of rows hit against
+    58%; kept for graphs whose hot rows are known by degree)."""
 
 @final
 class Graph:

@@ -68,8 +68,8 @@ pub struct SamplingArgs {
     /// (the rest caches pages): the caching policy compared.
     #[arg(long, default_value_t = 0.0)]
     row_cache_share: f64,
-    /// Rows the row cache admits: of the highest-degree vertices, or all.
-    #[arg(long, value_enum, default_value_t = Admission::Hot)]
+    /// Rows the row cache admits: all, or of the highest-degree vertices.
+    #[arg(long, value_enum, default_value_t = Admission::All)]
     row_admission: Admission,
     /// Rows per batch of the feature-gather-alone comparison (~1024 x 250).
     #[arg(long, default_value_t = 256_000)]
@@ -192,7 +192,7 @@ pub struct SamplingWorkerArgs {
     workers: usize,
     #[arg(long, default_value_t = 0)]
     row_cache_bytes: u64,
-    #[arg(long, value_enum, default_value_t = Admission::Hot)]
+    #[arg(long, value_enum, default_value_t = Admission::All)]
     row_admission: Admission,
     #[arg(long)]
     cgroup: Option<PathBuf>,

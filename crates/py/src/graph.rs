@@ -627,9 +627,9 @@ impl Graph {
 /// Pending updates over `delta_budget` bytes are merged into pages by the
 /// write that crosses it (0: only `merge()` merges). `row_cache_bytes`
 /// (read-only opens) caches tensor rows rather than pages; `row_admission`
-/// "hot" keeps only rows of the highest-degree vertices, "all" every row.
+/// "all" admits every row, "hot" only rows of the highest-degree vertices.
 #[pyfunction]
-#[pyo3(signature = (path, cache_bytes=268435456, writable=false, delta_budget=268435456, row_cache_bytes=0, row_admission="hot"))]
+#[pyo3(signature = (path, cache_bytes=268435456, writable=false, delta_budget=268435456, row_cache_bytes=0, row_admission="all"))]
 pub fn open(py: Python<'_>, path: PathBuf, cache_bytes: u64, writable: bool, delta_budget: u64, row_cache_bytes: u64, row_admission: &str) -> PyResult<Graph> {
     let row_admission = match row_admission {
         "hot" => RowAdmission::Hot,

@@ -450,7 +450,7 @@ fn row_cache_admits_the_highest_degree_vertices_rows() {
     let t = TensorInput { name: "x".into(), data: TensorData::Memory { dtype: DType::F32, rows: n, dim: 4, bytes: bytes.clone() } };
     import(&out, &[mem_input(&g, &o)], &[t], &o, &quiet).unwrap();
     let all: Vec<u64> = (0..n).collect();
-    let s = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: 9 * 16, ..Default::default() }).unwrap();
+    let s = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: 9 * 16, row_admission: RowAdmission::Hot, ..Default::default() }).unwrap();
     assert_eq!(s.superblock().hot.words, n / 4, "a quarter of the vertices are ranked");
     s.verify(&mut |_, _| {}).unwrap();
     for _ in 0..3 {
