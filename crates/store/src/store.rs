@@ -73,6 +73,7 @@ pub enum RowAdmission {
     /// measured 52.1%: SIEVE alone already keeps the hubs' rows, and the
     /// ranking (out-degree at import) misses rows that are hot for other
     /// reasons.
+    Hot,
 }
 
 impl Default for OpenOptions {
