@@ -102,6 +102,15 @@ pub enum Admission {
     All,
 }
 
+impl From<Admission> for RowAdmission {
+    fn from(a: Admission) -> RowAdmission {
+        match a {
+            Admission::Hot => RowAdmission::Hot,
+            Admission::All => RowAdmission::All,
+        }
+    }
+}
+
 impl Admission {
     fn name(self) -> &'static str {
         match self {
@@ -703,10 +712,7 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
     } else {
         let store = Store::open(
             &l.store(),
-            &OpenOptions { cache_bytes: a.cache_bytes, row_cache_bytes: a.row_cache_bytes, row_admission: match a.row_admission {
-                Admission::Hot => RowAdmission::Hot,
-                Admission::All => RowAdmission::All,
-            }, backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() },
+            &OpenOptions { cache_bytes: a.cache_bytes, row_cache_bytes: a.row_cache_bytes, row_admission: a.row_admission.into(), backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() },
         )?;
         let o = SampleOptions { fanouts: a.fanouts.clone(), direction: Direction::In, seed: a.seed, tensors: vec!["x".into()], ..Default::default() };
         let run = |b: &[u64]| -> CliResult<Out> {

@@ -393,13 +393,18 @@ fn write_table(vol: &Volume, words: &[u64], at: u64) -> Result<Table> {
     let n = page::table_pages(words.len(), ps);
     let mut buf = vec![0u8; n as usize * ps];
     page::encode_table(words, ps, at, EPOCH, &mut buf);
+    write_pages(vol, at, &buf)?;
+    Ok(Table { start: at, pages: n, words: words.len() as u64 })
+}
+
+/// Writes whole sealed pages from page `at`; returns the page after them.
+fn write_pages(vol: &Volume, at: u64, buf: &[u8]) -> Result<u64> {
     let mut w = PageWriter::new(vol, at);
-    for chunk in buf.chunks(ps) {
+    for chunk in buf.chunks(vol.page_size()) {
         w.page().copy_from_slice(chunk);
         w.done()?;
     }
-    w.finish()?;
-    Ok(Table { start: at, pages: n, words: words.len() as u64 })
+    w.finish()
 }
 
 /// Writes the GTT pages, then the presence bitmap, from page `at`.
@@ -410,12 +415,7 @@ fn write_gtt(vol: &Volume, gtt: &Gtt, num_nodes: u64, at: u64, adj_start: u64) -
     let mut buf = vec![0u8; (n + nb) as usize * ps];
     gtt.encode(ps, at, EPOCH, &mut buf);
     gtt.encode_bitmap(num_nodes, ps, at + n, EPOCH, &mut buf[n as usize * ps..]);
-    let mut w = PageWriter::new(vol, at);
-    for chunk in buf.chunks(ps) {
-        w.page().copy_from_slice(chunk);
-        w.done()?;
-    }
-    let next = w.finish()?;
+    let next = write_pages(vol, at, &buf)?;
     Ok((DirMeta { gtt_start: at, gtt_pages: n, gtt_entries: gtt.len() as u64, adj_start, adj_pages: at - adj_start, bitmap_pages: nb }, next))
 }
 
