@@ -237,6 +237,14 @@ impl Gtt {
     }
 
     /// Appends the entries of one GTT page (header already checked).
+    /// Room for `entries` entries, so that loading a large table does not
+    /// leave it with up to twice the memory it needs.
+    pub fn reserve_exact(&mut self, entries: usize) {
+        self.keys.reserve_exact(entries);
+        self.pages.reserve_exact(entries);
+        self.edges_before.reserve_exact(entries);
+    }
+
     pub fn decode_page(&mut self, page_no: u64, page: &[u8], h: &Header) -> Result<()> {
         let n = h.count as usize;
         if n > Self::entries_per_page(page.len()) {

@@ -290,7 +290,7 @@ impl Store {
             let g = base.gtt(rev)?;
             let (locs, pages) = self.plan(g, &ids);
             let fetched = self.fetch_direct(&pages)?;
-            let csr = self.decode_csr(base, g, &ids, &locs, &pages, &fetched, false, false)?;
+            let csr = self.decode_csr(base, g, &ids, &locs, &pages, &fetched, false, false, Csr::default())?;
             dirty.extend(csr.indices);
         }
         let total = sb.num_edges;
@@ -355,7 +355,7 @@ impl Store {
                     if gtt.is_extent(i) {
                         vs.insert(gtt.first_vertex(i));
                     } else {
-                        let (pg, pno) = (&fetched[k], packed[k]);
+                        let (pg, pno) = (fetched.page(k), packed[k]);
                         k += 1;
                         let h = page::open_kind_trusted(pno, pg, Kind::Packed)?;
                         base.check_epoch(pno, h.epoch)?;
@@ -367,7 +367,7 @@ impl Store {
             bounds.push(ids.len());
             let (locs, pages) = self.plan(gtt, &ids);
             let fetched = self.fetch_direct(&pages)?;
-            let csr = self.decode_csr(base, gtt, &ids, &locs, &pages, &fetched, fmt.weights, fmt.labels)?;
+            let csr = self.decode_csr(base, gtt, &ids, &locs, &pages, &fetched, fmt.weights, fmt.labels, Csr::default())?;
             let csr = delta.patch(ids.as_slice(), csr, out_dir);
             for (si, s) in batch.iter().enumerate() {
                 copy_old(&mut new, &mut edges, next_old, s.lo);

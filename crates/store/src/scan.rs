@@ -2,12 +2,30 @@
 //! the volume (large merged I/Os, no cache pollution), and the ranges that
 //! cut an adjacency region into chunks of about the same number of pages.
 
-use std::sync::Arc;
+use solidgraph_io::Pages;
 
 use crate::cache::PageRef;
 use crate::error::Result;
 use crate::page;
 use crate::store::{Csr, Direction, Store};
+
+/// Pages fetched for one read, in the order asked.
+pub enum Fetched {
+    /// Shared with the page cache.
+    Cached(Vec<PageRef>),
+    /// In the buffers of one volume read; `at[k]`: the slot of page k.
+    Direct { got: Pages, at: Vec<u32> },
+}
+
+impl Fetched {
+    /// The k-th page asked for.
+    pub fn page(&self, k: usize) -> &[u8] {
+        match self {
+            Fetched::Cached(refs) => &refs[k],
+            Fetched::Direct { got, at } => got.page(at[k] as usize),
+        }
+    }
+}
 
 impl Store {
     /// Splits [0, num_nodes) into vertex ranges whose lists fill about
@@ -37,22 +55,24 @@ impl Store {
 
     /// Neighbor lists of every vertex in [lo, hi), read directly from the
     /// volume in one batch (consecutive pages merge into large I/Os).
-    pub fn read_range(&self, dir: Direction, lo: u64, hi: u64, weights: bool) -> Result<Csr> {
+    /// `spare`: a CSR whose buffers the result reuses.
+    pub fn read_range(&self, dir: Direction, lo: u64, hi: u64, weights: bool, spare: Csr) -> Result<Csr> {
         let ids: Vec<u64> = (lo..hi.min(self.num_nodes())).collect();
-        self.neighbors_with(&ids, dir, weights, false, false)
+        self.neighbors_with(&ids, dir, weights, false, false, spare)
     }
 
-    /// Reads pages bypassing the cache; duplicates share one copy.
-    pub fn fetch_direct(&self, pages: &[u64]) -> Result<Vec<PageRef>> {
+    /// Reads pages bypassing the cache, into the volume's own buffers (a
+    /// scan's pages are not copied: per-page copies doubled a batch's
+    /// memory and fragmented the heap); duplicates are read once.
+    pub(crate) fn fetch_direct(&self, pages: &[u64]) -> Result<Fetched> {
         let mut distinct = pages.to_vec();
         distinct.sort_unstable();
         distinct.dedup();
         let got = self.volume().read(&distinct)?;
-        let mut refs: Vec<PageRef> = Vec::with_capacity(distinct.len());
         for (i, &p) in distinct.iter().enumerate() {
             page::open(p, got.page(i))?;
-            refs.push(Arc::from(got.page(i)));
         }
-        Ok(pages.iter().map(|p| refs[distinct.binary_search(p).expect("read above")].clone()).collect())
+        let at = pages.iter().map(|p| distinct.binary_search(p).expect("read above") as u32).collect();
+        Ok(Fetched::Direct { got, at })
     }
 }

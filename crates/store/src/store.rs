@@ -12,11 +12,12 @@ use std::sync::{Arc, RwLock};
 use solidgraph_io::{BackendChoice, MemberStats, Volume, VolumeOptions};
 
 use crate::adjacency::{EdgeFormat, find_in_packed};
-use crate::cache::{CacheStats, PageCache, PageRef};
+use crate::cache::{CacheStats, PageCache};
 use crate::delta::Delta;
 use crate::update::Writer;
 use crate::error::{Result, StoreError, file_err};
 use crate::gtt::{Gtt, Loc};
+use crate::scan::Fetched;
 use crate::page::{self, HEADER, Kind};
 use crate::superblock::{DirMeta, Superblock, TensorMeta};
 use crate::tensor;
@@ -201,6 +202,15 @@ pub fn member_path(dir: &Path, i: usize) -> PathBuf {
     dir.join(format!("sg.{i}"))
 }
 
+/// An empty column, in `col`'s buffer when there is one; None unless `want`.
+fn emptied<T>(col: Option<Vec<T>>, want: bool) -> Option<Vec<T>> {
+    want.then(|| {
+        let mut c = col.unwrap_or_default();
+        c.clear();
+        c
+    })
+}
+
 /// Reads both superblock copies from member 0 with plain reads (the page
 /// size is not known yet) and returns the valid one with the higher epoch.
 fn bootstrap(dir: &Path, backend: &BackendChoice) -> Result<Superblock> {
@@ -378,6 +388,9 @@ fn load_table_prefix(vol: &Volume, t: &crate::superblock::Table, want: u64) -> R
 
 fn load_gtt(vol: &Volume, d: &DirMeta) -> Result<Gtt> {
         let mut g = Gtt::default();
+        // The superblock's count, trusted only as far as the pages can hold.
+        let room = d.gtt_pages.saturating_mul(Gtt::entries_per_page(vol.page_size()) as u64);
+        g.reserve_exact(d.gtt_entries.min(room) as usize);
         let pages: Vec<u64> = (d.gtt_start..d.gtt_start + d.gtt_pages).collect();
         for chunk in pages.chunks(1024) {
             let got = vol.read(chunk)?;
@@ -474,7 +487,7 @@ impl Store {
 
     /// Fetches pages through the cache; misses are read in one batch and
     /// their checksums verified.
-    pub fn fetch(&self, pages: &[u64]) -> Result<Vec<PageRef>> {
+    pub(crate) fn fetch(&self, pages: &[u64]) -> Result<Fetched> {
         self.shared.cache.get_many(pages, |missing| {
             let got = self.shared.vol.read(missing)?;
             let mut out = Vec::with_capacity(missing.len());
@@ -484,6 +497,7 @@ impl Store {
             }
             Ok(out)
         })
+        .map(Fetched::Cached)
     }
 
     pub(crate) fn check_ids(&self, ids: &[u64]) -> Result<()> {
@@ -514,7 +528,7 @@ impl Store {
     /// Calls `f(i, block, degree, first edge id)` for every block of id i's
     /// list, in order. `pages` come from `plan`, fetched in the same order.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn walk_lists(&self, base: &Base, gtt: &Gtt, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], mut f: impl FnMut(usize, &[u8], usize, u64)) -> Result<()> {
+    pub(crate) fn walk_lists(&self, base: &Base, gtt: &Gtt, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &Fetched, mut f: impl FnMut(usize, &[u8], usize, u64)) -> Result<()> {
         let fmt = base.sb.fmt;
         let eb = fmt.edge_bytes();
         let mut k = 0;
@@ -522,7 +536,7 @@ impl Store {
             match *loc {
                 Loc::Nowhere => {}
                 Loc::Packed(gi) => {
-                    let (pg, pno) = (&fetched[k], pages[k]);
+                    let (pg, pno) = (fetched.page(k), pages[k]);
                     k += 1;
                     let h = page::open_kind_trusted(pno, pg, Kind::Packed)?;
                     base.check_epoch(pno, h.epoch)?;
@@ -537,7 +551,7 @@ impl Store {
                 Loc::Extent { first, len } => {
                     let per = fmt.per_extent_page(self.page_size());
                     for j in 0..len {
-                        let (pg, pno) = (&fetched[k], pages[k]);
+                        let (pg, pno) = (fetched.page(k), pages[k]);
                         k += 1;
                         let h = page::open_kind_trusted(pno, pg, Kind::Extent)?;
                         base.check_epoch(pno, h.epoch)?;
@@ -554,26 +568,31 @@ impl Store {
     }
 
     pub fn neighbors(&self, ids: &[u64], dir: Direction, weights: bool, labels: bool) -> Result<Csr> {
-        self.neighbors_with(ids, dir, weights, labels, true)
+        self.neighbors_with(ids, dir, weights, labels, true, Csr::default())
     }
 
     /// Like `neighbors`, choosing whether pages go through the cache (whole
-    /// graph scans bypass it: large merged reads, no cache pollution).
-    pub fn neighbors_with(&self, ids: &[u64], dir: Direction, weights: bool, labels: bool, cached: bool) -> Result<Csr> {
+    /// graph scans bypass it: large merged reads, no cache pollution), and
+    /// decoding into `spare`'s buffers: a scan that hands back each batch's
+    /// CSR allocates nothing per batch (fresh multi-MiB buffers per batch
+    /// fragmented the heap well past the memory budget).
+    pub fn neighbors_with(&self, ids: &[u64], dir: Direction, weights: bool, labels: bool, cached: bool, spare: Csr) -> Result<Csr> {
         self.check_ids(ids)?;
+        let mut spare = spare;
         loop {
             let base = self.base();
             check_columns(&base.sb, weights, labels)?;
             let gtt = base.gtt(dir)?;
             let (locs, pages) = self.plan(gtt, ids);
             let fetched = if cached { self.fetch(&pages)? } else { self.fetch_direct(&pages)? };
-            let csr = self.decode_csr(&base, gtt, ids, &locs, &pages, &fetched, weights, labels)?;
+            let csr = self.decode_csr(&base, gtt, ids, &locs, &pages, &fetched, weights, labels, spare)?;
             let out_dir = dir == Direction::Out || !base.sb.directed;
             let d = self.delta.read().unwrap();
             // A merge swapped the base during the read: read again.
             if d.epoch == base.sb.epoch {
                 return Ok(d.patch(ids, csr, out_dir));
             }
+            spare = csr;
         }
     }
 
@@ -627,7 +646,7 @@ impl Store {
         let fetched = self.fetch(&pages)?;
         let (mut ids, mut edges) = (Vec::with_capacity(at.len()), Vec::with_capacity(at.len()));
         for (k, &(gi, j, off, v)) in at.iter().enumerate() {
-            let (pg, pno) = (&fetched[k], pages[k]);
+            let (pg, pno) = (fetched.page(k), pages[k]);
             let h = page::open_kind_trusted(pno, pg, Kind::Extent)?;
             base.check_epoch(pno, h.epoch)?;
             if h.key != v || h.aux as usize != j || off >= h.count as usize {
@@ -650,25 +669,35 @@ impl Store {
 
     /// Builds the base CSR of `ids` from their planned, fetched pages.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn decode_csr(&self, base: &Base, gtt: &Gtt, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &[PageRef], weights: bool, labels: bool) -> Result<Csr> {
+    pub(crate) fn decode_csr(&self, base: &Base, gtt: &Gtt, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &Fetched, weights: bool, labels: bool, spare: Csr) -> Result<Csr> {
         let fmt: EdgeFormat = base.sb.fmt;
-        let mut csr = Csr {
-            indptr: vec![0; ids.len() + 1],
-            indices: Vec::new(),
-            first_edge: vec![0; ids.len()],
-            weights: weights.then(Vec::new),
-            labels: labels.then(Vec::new),
-        };
-        self.walk_lists(base, gtt, ids, locs, pages, fetched, |i, block, d, e| {
+        let mut csr = spare;
+        csr.indptr.clear();
+        csr.indptr.resize(ids.len() + 1, 0);
+        csr.indices.clear();
+        csr.first_edge.clear();
+        csr.first_edge.resize(ids.len(), 0);
+        csr.weights = emptied(csr.weights.take(), weights);
+        csr.labels = emptied(csr.labels.take(), labels);
+        // Counted first, so the columns are allocated once at their size:
+        // grown by doubling they would hold up to twice the memory (and a
+        // scan keeps several batches alive).
+        self.walk_lists(base, gtt, ids, locs, pages, fetched, |i, _, d, e| {
             if csr.indptr[i + 1] == 0 {
                 csr.first_edge[i] = e;
             }
             csr.indptr[i + 1] += d as u64;
-            fmt.get_block(block, d, &mut csr.indices, csr.weights.as_mut(), csr.labels.as_mut());
         })?;
         for i in 0..ids.len() {
             csr.indptr[i + 1] += csr.indptr[i];
         }
+        let m = csr.indptr[ids.len()] as usize;
+        csr.indices.reserve_exact(m);
+        csr.weights.iter_mut().for_each(|w| w.reserve_exact(m));
+        csr.labels.iter_mut().for_each(|l| l.reserve_exact(m));
+        self.walk_lists(base, gtt, ids, locs, pages, fetched, |_, block, d, _| {
+            fmt.get_block(block, d, &mut csr.indices, csr.weights.as_mut(), csr.labels.as_mut());
+        })?;
         Ok(csr)
     }
 
@@ -844,7 +873,7 @@ impl Store {
                 let end = off + rb;
                 let mut o = i * rb as usize;
                 while off < end {
-                    let (pg, pno) = (&fetched[k], pages[k]);
+                    let (pg, pno) = (fetched.page(k), pages[k]);
                     let h = page::open_kind_trusted(pno, pg, Kind::Tensor)?;
                     base.check_epoch(pno, h.epoch)?;
                     if h.aux as u64 != index[k] & u32::MAX as u64 || h.key != ti as u64 {
