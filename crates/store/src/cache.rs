@@ -16,6 +16,16 @@ pub type PageRef = Arc<[u8]>;
 
 const NIL: u32 = u32::MAX;
 
+/// What an entry costs beyond its bytes: its node, its map slot, the
+/// `Arc`'s counts and the allocator's header. Charged against the budget,
+/// so the budget bounds memory: a 512-byte feature row costs 600.
+const ENTRY_OVERHEAD: usize = size_of::<Node>() + size_of::<(u64, u32)>() + 1 + 2 * size_of::<usize>() + 16;
+
+/// Budget bytes an entry of `len` bytes takes.
+pub fn charge(len: usize) -> usize {
+    len + ENTRY_OVERHEAD
+}
+
 struct Node {
     page: u64,
     data: PageRef,
@@ -50,7 +60,7 @@ impl Sieve {
     }
 
     fn push_head(&mut self, page: u64, data: PageRef) {
-        self.bytes += data.len();
+        self.bytes += charge(data.len());
         let node = Node { page, data, visited: false, prev: NIL, next: self.head };
         let i = match self.free.pop() {
             Some(i) => {
@@ -78,7 +88,7 @@ impl Sieve {
             self.hand = self.nodes[i as usize].prev;
         }
         self.unlink(i);
-        self.bytes -= self.nodes[i as usize].data.len();
+        self.bytes -= charge(self.nodes[i as usize].data.len());
         self.nodes[i as usize].data = Arc::from(&[][..]);
         self.free.push(i);
     }
@@ -99,7 +109,7 @@ impl Sieve {
             }
             let prev = node.prev;
             let page = node.page;
-            self.bytes -= node.data.len();
+            self.bytes -= charge(node.data.len());
             self.unlink(h);
             self.map.remove(&page);
             // Drop the data now, keep the slot for reuse.
@@ -118,6 +128,7 @@ pub struct CacheStats {
     pub hits: u64,
     pub misses: u64,
     pub evictions: u64,
+    /// Charged bytes: data plus `ENTRY_OVERHEAD` per entry.
     pub bytes: u64,
     pub budget: u64,
 }
@@ -184,7 +195,7 @@ impl PageCache {
                 if s.map.contains_key(&p) || self.admit.as_ref().is_some_and(|a| !a(p)) {
                     continue;
                 }
-                while s.bytes + d.len() > self.budget && !s.map.is_empty() {
+                while s.bytes + charge(d.len()) > self.budget && !s.map.is_empty() {
                     if !s.evict_one() {
                         // Everything left is pinned (a batch larger than the
                         // cache): the rest of the batch is not cached, rather
@@ -193,7 +204,7 @@ impl PageCache {
                     }
                     self.evictions.fetch_add(1, Relaxed);
                 }
-                if s.bytes + d.len() <= self.budget {
+                if s.bytes + charge(d.len()) <= self.budget {
                     s.push_head(p, d.clone());
                 }
             }
@@ -246,14 +257,14 @@ mod tests {
 
     #[test]
     fn budget_holds_and_visited_pages_survive() {
-        let c = PageCache::new(4 * 16);
+        let c = PageCache::new(4 * charge(16));
         let load = |ps: &[u64]| Ok(ps.iter().map(|&p| page(p)).collect());
         c.get_many(&[1, 2, 3, 4], load).unwrap();
         // Touch 1 and 2: they are visited and should outlive 3 and 4.
         c.get_many(&[1, 2], load).unwrap();
         c.get_many(&[5, 6], load).unwrap();
         let s = c.stats();
-        assert!(s.bytes <= 64);
+        assert!(s.bytes as usize <= 4 * charge(16));
         assert_eq!(s.hits, 2);
         c.reset_stats();
         c.get_many(&[1, 2], load).unwrap();
@@ -265,16 +276,16 @@ mod tests {
         c.reset_stats();
         c.get_many(&[1, 9, 2], load).unwrap();
         assert_eq!(c.stats().hits, 1, "invalidated pages were served");
-        assert!(c.stats().bytes <= 64);
+        assert!(c.stats().bytes as usize <= 4 * charge(16));
     }
 
     #[test]
     fn only_admitted_keys_are_kept() {
-        let c = PageCache::with_admission(4 * 16, Box::new(|p| p % 2 == 0));
+        let c = PageCache::with_admission(4 * charge(16), Box::new(|p| p % 2 == 0));
         let load = |ps: &[u64]| Ok(ps.iter().map(|&p| page(p)).collect());
         let got = c.get_many(&[1, 2, 3, 4], load).unwrap();
         assert_eq!(got.iter().map(|g| g[0]).collect::<Vec<_>>(), [1, 2, 3, 4]);
-        assert_eq!(c.stats().bytes, 32);
+        assert_eq!(c.stats().bytes as usize, 2 * charge(16));
         c.reset_stats();
         c.get_many(&[1, 2, 3, 4], load).unwrap();
         assert_eq!((c.stats().hits, c.stats().misses), (2, 2));
@@ -287,7 +298,7 @@ mod tests {
 
     #[test]
     fn pinned_pages_are_not_evicted() {
-        let c = PageCache::new(2 * 16);
+        let c = PageCache::new(2 * charge(16));
         let load = |ps: &[u64]| Ok(ps.iter().map(|&p| page(p)).collect());
         let pinned = c.get_many(&[1, 2], load).unwrap();
         c.get_many(&[3], load).unwrap();

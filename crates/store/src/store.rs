@@ -344,7 +344,8 @@ pub(crate) fn load_base(vol: &Volume, sb: Superblock) -> Result<Base> {
 
 /// The row cache for `budget` bytes; see `RowAdmission`.
 fn row_cache(vol: &Volume, sb: &Superblock, budget: u64, admission: RowAdmission) -> Result<PageCache> {
-    let vertex_bytes: u64 = sb.tensors.iter().map(|t| t.row_bytes()).sum();
+    // What one vertex's rows are charged in the cache.
+    let vertex_bytes: u64 = sb.tensors.iter().map(|t| crate::cache::charge(t.row_bytes() as usize) as u64).sum();
     let fits = budget / vertex_bytes.max(1);
     if admission == RowAdmission::All || sb.hot.words == 0 || fits >= sb.hot.words {
         return Ok(PageCache::new(budget as usize));

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use solidgraph_store::*;
+use solidgraph_store::cache::charge;
 
 #[derive(Clone, Debug)]
 struct Graph {
@@ -450,7 +451,7 @@ fn row_cache_admits_the_highest_degree_vertices_rows() {
     let t = TensorInput { name: "x".into(), data: TensorData::Memory { dtype: DType::F32, rows: n, dim: 4, bytes: bytes.clone() } };
     import(&out, &[mem_input(&g, &o)], &[t], &o, &quiet).unwrap();
     let all: Vec<u64> = (0..n).collect();
-    let s = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: 9 * 16, row_admission: RowAdmission::Hot, ..Default::default() }).unwrap();
+    let s = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: 9 * charge(16) as u64, row_admission: RowAdmission::Hot, ..Default::default() }).unwrap();
     assert_eq!(s.superblock().hot.words, n / 4, "a quarter of the vertices are ranked");
     s.verify(&mut |_, _| {}).unwrap();
     for _ in 0..3 {
@@ -465,7 +466,7 @@ fn row_cache_admits_the_highest_degree_vertices_rows() {
     assert_eq!(hits(&hot), 9, "every admitted row stays cached");
     assert_eq!(hits(&[8, 13, 0, 1, 2]), 0, "rows past the budget's share of the ranking are not admitted");
     // Admitting every row, cold rows are cached too.
-    let all_rows = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: 9 * 16, row_admission: RowAdmission::All, ..Default::default() }).unwrap();
+    let all_rows = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: 9 * charge(16) as u64, row_admission: RowAdmission::All, ..Default::default() }).unwrap();
     all_rows.tensor("x", &[8, 13, 0, 1, 2]).unwrap();
     all_rows.reset_stats();
     all_rows.tensor("x", &[8, 13, 0, 1, 2]).unwrap();
