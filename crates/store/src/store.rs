@@ -17,8 +17,8 @@ use crate::delta::Delta;
 use crate::update::Writer;
 use crate::error::{Result, StoreError, file_err};
 use crate::gtt::{Gtt, Loc};
-use crate::scan::Fetched;
 use crate::page::{self, HEADER, Kind};
+use crate::scan::Fetched;
 use crate::superblock::{DirMeta, Superblock, TensorMeta};
 use crate::tensor;
 
@@ -577,9 +577,8 @@ impl Store {
     /// decoding into `spare`'s buffers: a scan that hands back each batch's
     /// CSR allocates nothing per batch (fresh multi-MiB buffers per batch
     /// fragmented the heap well past the memory budget).
-    pub fn neighbors_with(&self, ids: &[u64], dir: Direction, weights: bool, labels: bool, cached: bool, spare: Csr) -> Result<Csr> {
+    pub fn neighbors_with(&self, ids: &[u64], dir: Direction, weights: bool, labels: bool, cached: bool, mut spare: Csr) -> Result<Csr> {
         self.check_ids(ids)?;
-        let mut spare = spare;
         loop {
             let base = self.base();
             check_columns(&base.sb, weights, labels)?;
