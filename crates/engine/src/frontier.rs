@@ -342,11 +342,7 @@ impl<'a> Lists<'a> {
                     Ok(got) => {
                         let b = got?;
                         f(&b);
-                        let mut spare = self.spare.lock().unwrap();
-                        // One per batch that can be alive at once.
-                        if spare.len() <= READERS {
-                            spare.push(b.csr);
-                        }
+                        self.recycle([b.csr]);
                     }
                     Err(_) => break,
                 }
@@ -400,6 +396,18 @@ impl<'a> Lists<'a> {
         }
     }
 
+    /// Hands CSRs back for later batches to decode into, keeping at most
+    /// as many as can be alive at once (three per batch in the two-
+    /// direction view, one batch per reader plus the algorithm's).
+    fn recycle<const N: usize>(&self, csrs: [Csr; N]) {
+        let mut spare = self.spare.lock().unwrap();
+        for c in csrs {
+            if spare.len() < 3 * (READERS + 1) {
+                spare.push(c);
+            }
+        }
+    }
+
     fn read(&self, job: Job) -> Result<Batch> {
         let (store, weights) = (self.store, self.weights);
         let spare = || self.spare.lock().unwrap().pop().unwrap_or_default();
@@ -413,7 +421,7 @@ impl<'a> Lists<'a> {
             [a, b] => {
                 let (a, b) = (read_dir(*a)?, read_dir(*b)?);
                 let both = concat(&a, &b, spare());
-                self.spare.lock().unwrap().extend([a, b]);
+                self.recycle([a, b]);
                 both
             }
             _ => unreachable!("one or two directions"),
