@@ -508,7 +508,7 @@ pub(crate) fn prepare_graph(spec: &GraphSpec, progress: &Progress, tensors: &dyn
         // tensors wanted now, is a derived artifact: rebuild it (and the
         // CSR made from it) from the edges.
         let stale = match Store::open(&l.store(), &open_opts) {
-            Err(e @ (StoreError::Corrupt { .. } | StoreError::NotAStore { .. } | StoreError::NewerFormat { .. })) => Some(e.to_string()),
+            Err(e @ (StoreError::Corrupt { .. } | StoreError::NotAStore { .. } | StoreError::NewerFormat { .. } | StoreError::OlderFormat { .. })) => Some(e.to_string()),
             Ok(s) => tensor_inputs.iter().find(|t| s.tensor_meta(&t.name).is_err()).map(|t| format!("no tensor {:?}", t.name)),
             Err(_) => None,
         };

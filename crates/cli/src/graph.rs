@@ -141,7 +141,7 @@ pub fn info_cmd(a: InfoArgs) -> CliResult {
         "path": a.path, "format_version": solidgraph_store::superblock::FORMAT_VERSION, "epoch": sb.epoch,
         "num_nodes": s.num_nodes(), "num_edges": s.num_edges(), "pending_updates": s.pending_updates(), "directed": sb.directed,
         "in_edges": sb.inn.is_some() || !sb.directed, "weights": sb.fmt.weights, "labels": sb.fmt.labels,
-        "id_bytes": sb.fmt.id_bytes, "page_size": sb.page_size, "members": sb.members, "stripe_pages": sb.stripe_pages,
+        "page_size": sb.page_size, "members": sb.members, "stripe_pages": sb.stripe_pages,
         "pages": sb.total_pages, "bytes": s.size_bytes(),
         "out_adjacency_pages": sb.out.adj_pages, "out_gtt_entries": sb.out.gtt_entries,
         "in_adjacency_pages": sb.inn.map(|d| d.adj_pages), "backend": s.volume().backend().name(),

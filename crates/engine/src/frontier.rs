@@ -412,8 +412,7 @@ impl<'a> Lists<'a> {
         let (store, weights) = (self.store, self.weights);
         let spare = || self.spare.lock().unwrap().pop().unwrap_or_default();
         let read_dir = |dir| match &job {
-            Job::Range(lo, hi, _) if self.cached => store.neighbors_with(&(*lo..*hi).collect::<Vec<_>>(), dir, weights, false, true, spare()),
-            Job::Range(lo, hi, _) => store.read_range(dir, *lo, *hi, weights, spare()),
+            Job::Range(lo, hi, _) => store.read_range(dir, *lo, *hi, weights, self.cached, spare()),
             Job::Ids(ids) => store.neighbors_with(ids, dir, weights, false, self.cached, spare()),
         };
         let csr = match self.dirs.as_slice() {

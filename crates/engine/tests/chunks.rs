@@ -46,7 +46,7 @@ fn build(directed: bool, dedup: bool) -> G {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("g");
     // A directed store holds each edge once: twice the edges for as many pages.
-    let (src, dst) = rmat(16, if directed { 2_400_000 } else { 1_200_000 }, 7);
+    let (src, dst) = rmat(16, if directed { 6_000_000 } else { 2_400_000 }, 7);
     let o = ImportOptions { undirected: !directed, in_edges: directed, dedup, num_nodes: Some(1 << 16), ..Default::default() };
     import(&path, &[EdgeInput::Memory { src, dst, weights: None, labels: None }], &[], &o, &|_, _, _| {}).unwrap();
     let s = Store::open(&path, &OpenOptions::default()).unwrap();

@@ -1,60 +1,140 @@
 //! Adjacency pages: packed pages shared by the short lists of consecutive
 //! vertices, and extents of whole pages owned by one long list.
 //!
-//! A vertex's list is one block: neighbor ids (4 or 8 bytes each), then the
-//! f32 weights, then the u32 labels, so an edge column costs no extra read.
+//! A list in a page is one block: its degree d (LEB128 varint), the d
+//! neighbor ids in ascending order as varints of their gaps (the first id as
+//! it is), then d f32 weights, then d u32 labels. Sorted lists have small
+//! gaps: a Kronecker graph's ids take 2.4 bytes per edge instead of 4, and a
+//! whole-graph pass reads that much less. Ids of any width (u64 included)
+//! use the same encoding.
 //!
 //! Packed page: blocks grow from the header up; the directory grows down from
 //! the page end, entry i (8 bytes) at `page_size - 8 (i + 1)`:
-//! `(vertex - first_vertex: u32, block offset: u32)`, sorted by vertex. The
-//! header's `aux` is the end of the last block, so a list's length is the gap
-//! to the next offset. Vertices without an entry have no edges here.
+//! `(vertex - first_vertex: u32, block offset: u16, edges before: u16)`,
+//! sorted by vertex ("edges before" counts the edges of the page's earlier
+//! blocks, so an edge id needs no decoding of other lists). The header's
+//! `aux` is the end of the last block, `count` the directory's entries.
+//! Vertices without an entry have no edges here. Pages are at most 64 KiB
+//! (checked at import), so offsets and edge counts fit in 16 bits.
 //!
-//! Extent page: `count` edges of one vertex (header key), ids then weights
-//! then labels; `aux` is the page's index in the extent. Every page but the
-//! last is full.
+//! Extent page: one block of vertex `key`'s list, the next `count` edges;
+//! `aux` is the page's index in the extent. Each page is filled with as many
+//! edges as their block fits.
 
-use crate::page::{HEADER, Header, Kind, seal, u32_at, u64_at};
+use crate::page::{HEADER, Header, Kind, seal, u32_at};
 
 pub const DIR_ENTRY: usize = 8;
 
-/// What one edge costs in a page.
+/// The columns an edge carries besides its neighbor id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EdgeFormat {
-    pub id_bytes: usize,
     pub weights: bool,
     pub labels: bool,
 }
 
+/// Bytes of `x` as a varint.
+fn vlen(x: u64) -> usize {
+    (64 - (x | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+fn put_varint(out: &mut [u8], mut x: u64) -> usize {
+    let mut i = 0;
+    while x >= 0x80 {
+        out[i] = x as u8 | 0x80;
+        x >>= 7;
+        i += 1;
+    }
+    out[i] = x as u8;
+    i + 1
+}
+
+/// Decodes the varint at `*at`; None when it runs past `b` or past 64 bits.
+#[inline(always)]
+fn get_varint(b: &[u8], at: &mut usize) -> Option<u64> {
+    let mut x = 0u64;
+    let mut shift = 0;
+    loop {
+        let byte = *b.get(*at)?;
+        *at += 1;
+        x |= ((byte & 0x7f) as u64) << shift;
+        if byte < 0x80 {
+            return Some(x);
+        }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
+    }
+}
+
 impl EdgeFormat {
-    pub fn edge_bytes(&self) -> usize {
-        self.id_bytes + 4 * self.weights as usize + 4 * self.labels as usize
+    fn col_bytes(&self) -> usize {
+        4 * self.weights as usize + 4 * self.labels as usize
     }
 
-    /// Edges in one extent page.
-    pub fn per_extent_page(&self, page_size: usize) -> usize {
-        (page_size - HEADER) / self.edge_bytes()
+    /// Bytes of a block of `n` edges whose ids' varints take `id_bytes`.
+    pub fn sized(&self, n: usize, id_bytes: usize) -> usize {
+        vlen(n as u64) + id_bytes + n * self.col_bytes()
     }
 
-    /// Largest list a packed page can hold (alone in the page).
-    pub fn max_packed_degree(&self, page_size: usize) -> usize {
-        (page_size - HEADER - DIR_ENTRY) / self.edge_bytes()
+    /// Varint bytes of the ids of `ids` (ascending): their gaps, the first
+    /// id whole.
+    pub fn id_bytes(ids: &[u64]) -> usize {
+        let mut prev = 0;
+        ids.iter()
+            .map(|&x| {
+                let g = vlen(x - prev);
+                prev = x;
+                g
+            })
+            .sum()
     }
 
-    /// Writes `ids`/`weights`/`labels` as one block at `out`.
-    fn put_block(&self, out: &mut [u8], ids: &[u64], weights: &[f32], labels: &[u32]) {
+    /// Varint bytes of one gap.
+    pub fn gap_bytes(gap: u64) -> usize {
+        vlen(gap)
+    }
+
+    /// Bytes of the block holding `ids` (ascending).
+    pub fn block_bytes(&self, ids: &[u64]) -> usize {
+        self.sized(ids.len(), EdgeFormat::id_bytes(ids))
+    }
+
+    /// How many ids from the front of `ids` (ascending) one block of at most
+    /// `room` bytes holds.
+    pub fn fitting(&self, ids: &[u64], room: usize) -> usize {
+        let (mut prev, mut gaps) = (0, 0);
+        for (n, &x) in ids.iter().enumerate() {
+            gaps += vlen(x - prev);
+            prev = x;
+            if self.sized(n + 1, gaps) > room {
+                return n;
+            }
+        }
+        ids.len()
+    }
+
+    /// A list's block must fit here to share a packed page (alone in it).
+    pub fn packed_room(&self, page_size: usize) -> usize {
+        page_size - HEADER - DIR_ENTRY
+    }
+
+    /// Room for the block of one extent page.
+    pub fn extent_room(&self, page_size: usize) -> usize {
+        page_size - HEADER
+    }
+
+    /// Writes the block of `ids` (ascending) with their weights and labels
+    /// (used when the format has them) at the start of `out`; returns its
+    /// length.
+    fn put_block(&self, out: &mut [u8], ids: &[u64], weights: &[f32], labels: &[u32]) -> usize {
         let d = ids.len();
-        let mut o = 0;
-        if self.id_bytes == 4 {
-            for &v in ids {
-                out[o..o + 4].copy_from_slice(&(v as u32).to_le_bytes());
-                o += 4;
-            }
-        } else {
-            for &v in ids {
-                out[o..o + 8].copy_from_slice(&v.to_le_bytes());
-                o += 8;
-            }
+        let mut o = put_varint(out, d as u64);
+        let mut prev = 0;
+        for &x in ids {
+            debug_assert!(x >= prev, "lists are sorted");
+            o += put_varint(&mut out[o..], x - prev);
+            prev = x;
         }
         if self.weights {
             for &w in &weights[..d] {
@@ -68,51 +148,108 @@ impl EdgeFormat {
                 o += 4;
             }
         }
+        o
     }
 
-    /// Appends a block of `d` edges starting at `block` to the outputs.
-    pub fn get_block(&self, block: &[u8], d: usize, ids: &mut Vec<u64>, weights: Option<&mut Vec<f32>>, labels: Option<&mut Vec<u32>>) {
-        let idb = self.id_bytes;
-        if idb == 4 {
-            ids.extend(block[..4 * d].chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4")) as u64));
-        } else {
-            ids.extend(block[..8 * d].chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8"))));
+    /// Reads the block at the start of `b` (which may run on past it).
+    /// Errors name what is malformed; callers add the page.
+    pub fn block<'a>(&self, b: &'a [u8]) -> Result<Block<'a>, String> {
+        let mut at = 0;
+        let d = get_varint(b, &mut at).ok_or("truncated list length")? as usize;
+        if d == 0 || d > b.len() {
+            return Err(format!("list length {d} in a block of {} bytes", b.len()));
         }
-        let mut o = idb * d;
-        if self.weights {
-            if let Some(w) = weights {
-                w.extend(block[o..o + 4 * d].chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4"))));
+        let cols = self.col_bytes() * d;
+        if cols == 0 {
+            return Ok(Block { d, head: at, ids: &b[at..], cols: &[], weights: self.weights });
+        }
+        // The columns start after the d-th byte that ends a varint.
+        let (mut e, mut k) = (at, 0);
+        while k < d {
+            let byte = *b.get(e).ok_or("list ids run past the block")?;
+            k += (byte < 0x80) as usize;
+            e += 1;
+        }
+        let c = b.get(e..e + cols).ok_or("list columns run past the block")?;
+        Ok(Block { d, head: at, ids: &b[at..e], cols: c, weights: self.weights })
+    }
+}
+
+/// One list's block in a page, parsed lazily: the ids are decoded by the
+/// caller's method of choice.
+pub struct Block<'a> {
+    pub d: usize,
+    /// Bytes of the length prefix.
+    head: usize,
+    /// The ids' varints (and, when there are no columns, whatever follows
+    /// the block).
+    ids: &'a [u8],
+    cols: &'a [u8],
+    weights: bool,
+}
+
+impl Block<'_> {
+    /// Appends the d ids to `out`; returns the bytes of the whole block.
+    pub fn push_ids(&self, out: &mut Vec<u64>) -> Result<usize, String> {
+        out.reserve(self.d);
+        let (b, mut at, mut x, mut k) = (self.ids, 0, 0u64, 0);
+        // Whole-graph passes decode every edge: one- and two-byte gaps take
+        // a short path, and while 10 bytes remain no varint can run off
+        // the end.
+        while k < self.d && at + 10 <= b.len() {
+            let b0 = b[at];
+            let g = if b0 < 0x80 {
+                at += 1;
+                b0 as u64
+            } else if b[at + 1] < 0x80 {
+                at += 2;
+                (b0 & 0x7f) as u64 | (b[at - 1] as u64) << 7
+            } else {
+                get_varint(b, &mut at).ok_or("malformed list id")?
+            };
+            x = x.wrapping_add(g);
+            out.push(x);
+            k += 1;
+        }
+        for _ in k..self.d {
+            x = x.wrapping_add(get_varint(b, &mut at).ok_or("list ids run past the block")?);
+            out.push(x);
+        }
+        Ok(self.head + at + self.cols.len())
+    }
+
+    pub fn push_weights(&self, out: &mut Vec<f32>) {
+        out.extend(self.cols[..4 * self.d].chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4"))));
+    }
+
+    pub fn push_labels(&self, out: &mut Vec<u32>) {
+        let at = 4 * self.d * self.weights as usize;
+        out.extend(self.cols[at..at + 4 * self.d].chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4"))));
+    }
+
+    /// The id at position `i` (< d): decodes the ids before it.
+    pub fn id_at(&self, i: usize) -> Result<u64, String> {
+        let (mut at, mut x) = (0, 0u64);
+        for _ in 0..=i {
+            x = x.wrapping_add(get_varint(self.ids, &mut at).ok_or("list ids run past the block")?);
+        }
+        Ok(x)
+    }
+
+    /// Position of neighbor `want`, decoding up to the first id not below it.
+    pub fn find(&self, want: u64) -> Result<Option<usize>, String> {
+        let (mut at, mut x) = (0, 0u64);
+        for k in 0..self.d {
+            x = x.wrapping_add(get_varint(self.ids, &mut at).ok_or("list ids run past the block")?);
+            if x >= want {
+                return Ok((x == want).then_some(k));
             }
-            o += 4 * d;
         }
-        if self.labels
-            && let Some(l) = labels
-        {
-            l.extend(block[o..o + 4 * d].chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4"))));
-        }
+        Ok(None)
     }
 
-    /// The neighbor id at position `i` of a block of `d` edges.
-    pub fn id_at(&self, block: &[u8], i: usize) -> u64 {
-        if self.id_bytes == 4 { u32_at(block, 4 * i) as u64 } else { u64_at(block, 8 * i) }
-    }
-
-    pub fn label_at(&self, block: &[u8], d: usize, i: usize) -> u32 {
-        u32_at(block, (self.id_bytes + 4 * self.weights as usize) * d + 4 * i)
-    }
-
-    /// Position of neighbor `want` in a block of `d` sorted ids.
-    pub fn find(&self, block: &[u8], d: usize, want: u64) -> Option<usize> {
-        let (mut lo, mut hi) = (0, d);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.id_at(block, mid) < want { lo = mid + 1 } else { hi = mid }
-        }
-        (lo < d && self.id_at(block, lo) == want).then_some(lo)
-    }
-
-    pub fn weight_at(&self, block: &[u8], d: usize, i: usize) -> f32 {
-        f32::from_bits(u32_at(block, self.id_bytes * d + 4 * i))
+    pub fn label_at(&self, i: usize) -> u32 {
+        u32_at(self.cols, 4 * self.d * self.weights as usize + 4 * i)
     }
 }
 
@@ -123,14 +260,17 @@ pub struct PackedBuilder {
     /// Bytes of blocks + directory allowed (fill factor applied).
     budget: usize,
     first: u64,
-    dir: Vec<(u32, u32)>,
+    /// (vertex - first, block offset, edges before) per list.
+    dir: Vec<(u32, u16, u16)>,
     end: usize,
+    edges: usize,
 }
 
 impl PackedBuilder {
     pub fn new(fmt: EdgeFormat, page_size: usize, fill: f64) -> PackedBuilder {
+        assert!(page_size <= 1 << 16, "directory offsets are 16 bits");
         let budget = (((page_size - HEADER) as f64) * fill) as usize;
-        PackedBuilder { fmt, page_size, budget, first: 0, dir: Vec::new(), end: HEADER }
+        PackedBuilder { fmt, page_size, budget, first: 0, dir: Vec::new(), end: HEADER, edges: 0 }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -141,10 +281,11 @@ impl PackedBuilder {
         self.first
     }
 
-    /// Whether a list of `d` edges for `v` can join this page. An empty page
-    /// takes any list that fits physically, whatever the fill factor.
-    pub fn fits(&self, v: u64, d: usize) -> bool {
-        let need = d * self.fmt.edge_bytes() + DIR_ENTRY;
+    /// Whether a list for `v` whose block takes `bytes` can join this page.
+    /// An empty page takes any list that fits physically, whatever the fill
+    /// factor.
+    pub fn fits(&self, v: u64, bytes: usize) -> bool {
+        let need = bytes + DIR_ENTRY;
         if self.dir.is_empty() {
             return need <= self.page_size - HEADER;
         }
@@ -154,14 +295,13 @@ impl PackedBuilder {
 
     /// Adds the list into `page` (the page buffer being built).
     pub fn add(&mut self, page: &mut [u8], v: u64, ids: &[u64], weights: &[f32], labels: &[u32]) {
-        debug_assert!(self.fits(v, ids.len()));
         if self.dir.is_empty() {
             self.first = v;
         }
-        let bytes = ids.len() * self.fmt.edge_bytes();
-        self.fmt.put_block(&mut page[self.end..self.end + bytes], ids, weights, labels);
-        self.dir.push(((v - self.first) as u32, self.end as u32));
+        let bytes = self.fmt.put_block(&mut page[self.end..self.page_size - (self.dir.len() + 1) * DIR_ENTRY], ids, weights, labels);
+        self.dir.push(((v - self.first) as u32, self.end as u16, self.edges as u16));
         self.end += bytes;
+        self.edges += ids.len();
     }
 
     /// Writes the directory and header, seals the page, and resets.
@@ -170,64 +310,129 @@ impl PackedBuilder {
         // Zero the gap so the same input always gives the same bytes.
         let dir_start = ps - self.dir.len() * DIR_ENTRY;
         page[self.end..dir_start].fill(0);
-        for (i, &(dv, off)) in self.dir.iter().enumerate() {
+        for (i, &(dv, off, before)) in self.dir.iter().enumerate() {
             let at = ps - DIR_ENTRY * (i + 1);
             page[at..at + 4].copy_from_slice(&dv.to_le_bytes());
-            page[at + 4..at + 8].copy_from_slice(&off.to_le_bytes());
+            page[at + 4..at + 6].copy_from_slice(&off.to_le_bytes());
+            page[at + 6..at + 8].copy_from_slice(&before.to_le_bytes());
         }
         let h = Header { kind: Kind::Packed, epoch, key: self.first, count: self.dir.len() as u32, aux: self.end as u32 };
         seal(page_no, page, &h);
         self.dir.clear();
         self.end = HEADER;
+        self.edges = 0;
     }
 }
 
-/// Writes one extent page holding `ids[..]` (a chunk of vertex `v`'s list).
+/// Writes one extent page holding `ids` (a chunk of vertex `v`'s list whose
+/// block fits `extent_room`).
+#[allow(clippy::too_many_arguments)]
 pub fn write_extent_page(fmt: &EdgeFormat, page: &mut [u8], page_no: u64, epoch: u64, v: u64, index: u32, ids: &[u64], weights: &[f32], labels: &[u32]) {
-    let bytes = ids.len() * fmt.edge_bytes();
-    fmt.put_block(&mut page[HEADER..HEADER + bytes], ids, weights, labels);
+    let bytes = fmt.put_block(&mut page[HEADER..], ids, weights, labels);
     page[HEADER + bytes..].fill(0);
     let h = Header { kind: Kind::Extent, epoch, key: v, count: ids.len() as u32, aux: index };
     seal(page_no, page, &h);
 }
 
-/// Finds `v` in a packed page (header already checked): the block's byte
-/// range, or None when `v` has no edges here.
-pub fn find_in_packed(page: &[u8], h: &Header, v: u64) -> Option<(usize, usize)> {
+/// One directory entry of a packed page: vertex, block byte range, edges of
+/// the page's earlier blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirEntry {
+    pub vertex: u64,
+    pub start: usize,
+    pub end: usize,
+    pub before: u64,
+}
+
+fn dir_entry(page: &[u8], h: &Header, i: usize) -> DirEntry {
+    let ps = page.len();
+    let at = ps - DIR_ENTRY * (i + 1);
+    let start = u16::from_le_bytes([page[at + 4], page[at + 5]]) as usize;
+    let before = u16::from_le_bytes([page[at + 6], page[at + 7]]) as u64;
+    let end = if i + 1 < h.count as usize {
+        let next = at - DIR_ENTRY;
+        u16::from_le_bytes([page[next + 4], page[next + 5]]) as usize
+    } else {
+        h.aux as usize
+    };
+    DirEntry { vertex: h.key + u32_at(page, at) as u64, start, end, before }
+}
+
+/// Finds `v` in a packed page (header already checked), or None when `v`
+/// has no edges here.
+pub fn find_in_packed(page: &[u8], h: &Header, v: u64) -> Option<DirEntry> {
     if v < h.key || v - h.key > u32::MAX as u64 {
         return None;
     }
     let dv = (v - h.key) as u32;
     let ps = page.len();
     let n = h.count as usize;
-    let entry = |i: usize| {
-        let at = ps - DIR_ENTRY * (i + 1);
-        (u32_at(page, at), u32_at(page, at + 4) as usize)
-    };
+    let key = |i: usize| u32_at(page, ps - DIR_ENTRY * (i + 1));
     let (mut lo, mut hi) = (0usize, n);
     while lo < hi {
         let mid = (lo + hi) / 2;
-        if entry(mid).0 < dv { lo = mid + 1 } else { hi = mid }
+        if key(mid) < dv { lo = mid + 1 } else { hi = mid }
     }
-    if lo == n || entry(lo).0 != dv {
-        return None;
-    }
-    let start = entry(lo).1;
-    let end = if lo + 1 < n { entry(lo + 1).1 } else { h.aux as usize };
-    Some((start, end))
+    (lo < n && key(lo) == dv).then(|| dir_entry(page, h, lo))
 }
 
-/// Every (vertex, block range) of a packed page, in vertex order.
-pub fn packed_entries<'a>(page: &'a [u8], h: &Header) -> impl Iterator<Item = (u64, usize, usize)> + 'a {
-    let ps = page.len();
-    let n = h.count as usize;
-    let key = h.key;
-    let aux = h.aux as usize;
-    (0..n).map(move |i| {
-        let at = ps - DIR_ENTRY * (i + 1);
-        let dv = u32_at(page, at) as u64;
-        let start = u32_at(page, at + 4) as usize;
-        let end = if i + 1 < n { u32_at(page, ps - DIR_ENTRY * (i + 2) + 4) as usize } else { aux };
-        (key + dv, start, end)
-    })
+/// Every directory entry of a packed page, in vertex order.
+pub fn packed_entries<'a>(page: &'a [u8], h: &'a Header) -> impl Iterator<Item = DirEntry> + 'a {
+    (0..h.count as usize).map(move |i| dir_entry(page, h, i))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn blocks_round_trip(mut ids in proptest::collection::vec(any::<u64>(), 1..300), weights: bool, labels: bool) {
+            ids.sort_unstable();
+            let fmt = EdgeFormat { weights, labels };
+            let ws: Vec<f32> = (0..ids.len()).map(|i| i as f32 * 0.5).collect();
+            let ls: Vec<u32> = (0..ids.len()).map(|i| i as u32 * 3).collect();
+            let mut buf = vec![0u8; fmt.block_bytes(&ids) + 7];
+            let n = fmt.put_block(&mut buf, &ids, &ws, &ls);
+            prop_assert_eq!(n, fmt.block_bytes(&ids));
+            prop_assert_eq!(fmt.fitting(&ids, n), ids.len());
+            prop_assert_eq!(fmt.fitting(&ids, n - 1), ids.len() - 1);
+            let b = fmt.block(&buf).unwrap();
+            prop_assert_eq!(b.d, ids.len());
+            let mut got = Vec::new();
+            prop_assert_eq!(b.push_ids(&mut got).unwrap(), n);
+            prop_assert_eq!(&got, &ids);
+            let k = ids.len() / 2;
+            prop_assert_eq!(b.id_at(k).unwrap(), ids[k]);
+            prop_assert_eq!(b.find(ids[k]).unwrap().map(|j| ids[j]), Some(ids[k]));
+            if weights {
+                let mut w = Vec::new();
+                b.push_weights(&mut w);
+                prop_assert_eq!(w, ws);
+            }
+            if labels {
+                let mut l = Vec::new();
+                b.push_labels(&mut l);
+                prop_assert_eq!(&l, &ls);
+                prop_assert_eq!(b.label_at(k), ls[k]);
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_blocks_are_errors_not_panics() {
+        let fmt = EdgeFormat { weights: true, labels: false };
+        let ids = [3u64, 300, 70000];
+        let mut buf = vec![0u8; 64];
+        let n = fmt.put_block(&mut buf, &ids, &[1.0; 3], &[]);
+        for cut in 0..n {
+            let b = &buf[..cut];
+            if let Ok(blk) = fmt.block(b) {
+                assert!(blk.push_ids(&mut Vec::new()).is_err() || cut >= n);
+            }
+        }
+        // A varint that never ends.
+        assert!(fmt.block(&[0xff; 16]).is_err());
+    }
 }

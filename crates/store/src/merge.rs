@@ -359,7 +359,7 @@ impl Store {
                         k += 1;
                         let h = page::open_kind_trusted(pno, pg, Kind::Packed)?;
                         base.check_epoch(pno, h.epoch)?;
-                        vs.extend(packed_entries(pg, &h).map(|(v, _, _)| v));
+                        vs.extend(packed_entries(pg, &h).map(|e| e.vertex));
                     }
                 }
                 ids.extend(vs);
@@ -387,7 +387,6 @@ impl Store {
     #[allow(clippy::too_many_arguments)]
     fn lay_out(&self, fmt: EdgeFormat, csr: &Csr, ids: &[u64], range: std::ops::Range<usize>, epoch: u64, space: &mut Space, staged: &mut Staged, gtt: &mut Gtt, rep: &mut MergeReport) -> Result<Vec<Entry>> {
         let ps = self.page_size();
-        let per = fmt.per_extent_page(ps);
         let mut entries = Vec::new();
         let mut packed = PackedBuilder::new(fmt, ps, FILL);
         let mut cur = vec![0u8; ps];
@@ -420,19 +419,22 @@ impl Store {
             let list = &csr.indices[a..b];
             let ws = csr.weights.as_ref().map_or(&empty_w[..], |w| &w[a..b]);
             let ls = csr.labels.as_ref().map_or(&empty_l[..], |l| &l[a..b]);
-            if d > fmt.max_packed_degree(ps) {
+            let bytes = fmt.block_bytes(list);
+            if bytes > fmt.packed_room(ps) {
                 close(&mut packed, &mut cur, &mut packed_edges, space, staged, &mut entries)?;
-                for (j, chunk) in (0..d).collect::<Vec<_>>().chunks(per).enumerate() {
-                    let (x, y) = (chunk[0], chunk[chunk.len() - 1] + 1);
+                let (mut x, mut j) = (0, 0u32);
+                while x < d {
+                    let y = x + fmt.fitting(&list[x..], fmt.extent_room(ps));
                     let no = space.page();
                     let pg = staged.page(no)?;
                     let (cw, cl) = (if ws.is_empty() { ws } else { &ws[x..y] }, if ls.is_empty() { ls } else { &ls[x..y] });
-                    write_extent_page(&fmt, pg, no, epoch, v, j as u32, &list[x..y], cw, cl);
+                    write_extent_page(&fmt, pg, no, epoch, v, j, &list[x..y], cw, cl);
                     entries.push(Entry { key: v, page: no, extent: true, edges: (y - x) as u64 });
+                    (x, j) = (y, j + 1);
                 }
                 continue;
             }
-            if !packed.fits(v, d) {
+            if !packed.fits(v, bytes) {
                 close(&mut packed, &mut cur, &mut packed_edges, space, staged, &mut entries)?;
             }
             packed.add(&mut cur, v, list, ws, ls);

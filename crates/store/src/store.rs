@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 
 use solidgraph_io::{BackendChoice, MemberStats, Volume, VolumeOptions};
 
-use crate::adjacency::{EdgeFormat, find_in_packed};
+use crate::adjacency::{Block, find_in_packed};
 use crate::cache::{CacheStats, PageCache};
 use crate::delta::Delta;
 use crate::update::Writer;
@@ -245,7 +245,7 @@ fn bootstrap(dir: &Path, backend: &BackendChoice) -> Result<Superblock> {
                     }
                 }
                 Ok(_) => {}
-                Err(e @ StoreError::NewerFormat { .. }) => return Err(e),
+                Err(e @ (StoreError::NewerFormat { .. } | StoreError::OlderFormat { .. })) => return Err(e),
                 Err(e) => {
                     first_err.get_or_insert(e);
                 }
@@ -526,12 +526,13 @@ impl Store {
         (locs, pages)
     }
 
-    /// Calls `f(i, block, degree, first edge id)` for every block of id i's
-    /// list, in order. `pages` come from `plan`, fetched in the same order.
+    /// Calls `f(i, block, first edge id)` for every block of id i's list,
+    /// in order; an `Err(reason)` from `f` (a block that does not decode)
+    /// comes back as corruption of its page. `pages` come from `plan`,
+    /// fetched in the same order.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn walk_lists(&self, base: &Base, gtt: &Gtt, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &Fetched, mut f: impl FnMut(usize, &[u8], usize, u64)) -> Result<()> {
+    pub(crate) fn walk_lists(&self, base: &Base, gtt: &Gtt, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &Fetched, mut f: impl FnMut(usize, &Block, u64) -> std::result::Result<(), String>) -> Result<()> {
         let fmt = base.sb.fmt;
-        let eb = fmt.edge_bytes();
         let mut k = 0;
         for (i, (&v, loc)) in ids.iter().zip(locs).enumerate() {
             match *loc {
@@ -541,26 +542,28 @@ impl Store {
                     k += 1;
                     let h = page::open_kind_trusted(pno, pg, Kind::Packed)?;
                     base.check_epoch(pno, h.epoch)?;
-                    if let Some((s, e)) = find_in_packed(pg, &h, v) {
+                    if let Some(e) = find_in_packed(pg, &h, v) {
                         let dir_start = pg.len() - h.count as usize * crate::adjacency::DIR_ENTRY;
-                        if s < HEADER || s > e || e > dir_start || (e - s) % eb != 0 {
-                            return Err(StoreError::Corrupt { page: pno, reason: format!("bad directory entry for vertex {v}") });
+                        let corrupt = |reason: String| StoreError::Corrupt { page: pno, reason: format!("vertex {v}: {reason}") };
+                        if e.start < HEADER || e.start >= e.end || e.end > dir_start {
+                            return Err(corrupt("bad directory entry".into()));
                         }
-                        f(i, &pg[s..e], (e - s) / eb, gtt.edges_before(gi) + ((s - HEADER) / eb) as u64);
+                        let blk = fmt.block(&pg[e.start..e.end]).map_err(corrupt)?;
+                        f(i, &blk, gtt.edges_before(gi) + e.before).map_err(corrupt)?;
                     }
                 }
                 Loc::Extent { first, len } => {
-                    let per = fmt.per_extent_page(self.page_size());
                     for j in 0..len {
                         let (pg, pno) = (fetched.page(k), pages[k]);
                         k += 1;
                         let h = page::open_kind_trusted(pno, pg, Kind::Extent)?;
                         base.check_epoch(pno, h.epoch)?;
-                        let d = h.count as usize;
-                        if h.key != v || h.aux as usize != j || d > per || (j + 1 < len && d != per) {
-                            return Err(StoreError::Corrupt { page: pno, reason: format!("extent page {j} of vertex {v} is inconsistent") });
+                        let corrupt = |reason: String| StoreError::Corrupt { page: pno, reason: format!("extent page {j} of vertex {v}: {reason}") };
+                        let blk = fmt.block(&pg[HEADER..]).map_err(corrupt)?;
+                        if h.key != v || h.aux as usize != j || blk.d != h.count as usize {
+                            return Err(corrupt("inconsistent header".into()));
                         }
-                        f(i, &pg[HEADER..HEADER + d * eb], d, gtt.edges_before(first + j));
+                        f(i, &blk, gtt.edges_before(first + j)).map_err(corrupt)?;
                     }
                 }
             }
@@ -625,7 +628,6 @@ impl Store {
         let base = self.base();
         let gtt = base.gtt(dir)?;
         let fmt = base.sb.fmt;
-        let per = fmt.per_extent_page(self.page_size());
         let total = base.sb.num_edges;
         let mut pages = Vec::new();
         let mut at = Vec::new(); // (gtt index, page in extent, offset) per position
@@ -634,13 +636,20 @@ impl Store {
             if (first..first + len).map(|i| gtt.entry_edges(i, total)).sum::<u64>() != degree {
                 return Ok(None);
             }
+            let start = gtt.edges_before(first);
             for &p in positions {
                 if p as u64 >= degree {
                     return Err(StoreError::Invalid(format!("position {p} past the {degree} edges of vertex {v}")));
                 }
-                let j = p / per;
-                pages.push(gtt.page(first + j));
-                at.push((first + j, j, p % per, v));
+                // Pages hold varying edge counts: the last page starting at
+                // or before p holds it.
+                let (mut lo, mut hi) = (0, len);
+                while hi - lo > 1 {
+                    let mid = (lo + hi) / 2;
+                    if gtt.edges_before(first + mid) - start <= p as u64 { lo = mid } else { hi = mid }
+                }
+                pages.push(gtt.page(first + lo));
+                at.push((first + lo, lo, (p as u64 - (gtt.edges_before(first + lo) - start)) as usize, v));
             }
         }
         let fetched = self.fetch(&pages)?;
@@ -649,11 +658,12 @@ impl Store {
             let (pg, pno) = (fetched.page(k), pages[k]);
             let h = page::open_kind_trusted(pno, pg, Kind::Extent)?;
             base.check_epoch(pno, h.epoch)?;
-            if h.key != v || h.aux as usize != j || off >= h.count as usize {
-                return Err(StoreError::Corrupt { page: pno, reason: format!("extent page {j} of vertex {v} is inconsistent") });
+            let corrupt = |reason: String| StoreError::Corrupt { page: pno, reason: format!("extent page {j} of vertex {v}: {reason}") };
+            let blk = fmt.block(&pg[HEADER..]).map_err(corrupt)?;
+            if h.key != v || h.aux as usize != j || off >= blk.d || blk.d != h.count as usize {
+                return Err(corrupt("inconsistent header".into()));
             }
-            let d = h.count as usize;
-            ids.push(fmt.id_at(&pg[HEADER..HEADER + d * fmt.edge_bytes()], off));
+            ids.push(blk.id_at(off).map_err(corrupt)?);
             edges.push(gtt.edges_before(gi) + off as u64);
         }
         let d = self.delta.read().unwrap();
@@ -670,7 +680,6 @@ impl Store {
     /// Builds the base CSR of `ids` from their planned, fetched pages.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn decode_csr(&self, base: &Base, gtt: &Gtt, ids: &[u64], locs: &[Loc], pages: &[u64], fetched: &Fetched, weights: bool, labels: bool, spare: Csr) -> Result<Csr> {
-        let fmt: EdgeFormat = base.sb.fmt;
         let mut csr = spare;
         csr.indptr.clear();
         csr.indptr.resize(ids.len() + 1, 0);
@@ -682,11 +691,12 @@ impl Store {
         // Counted first, so the columns are allocated once at their size:
         // grown by doubling they would hold up to twice the memory (and a
         // scan keeps several batches alive).
-        self.walk_lists(base, gtt, ids, locs, pages, fetched, |i, _, d, e| {
+        self.walk_lists(base, gtt, ids, locs, pages, fetched, |i, blk, e| {
             if csr.indptr[i + 1] == 0 {
                 csr.first_edge[i] = e;
             }
-            csr.indptr[i + 1] += d as u64;
+            csr.indptr[i + 1] += blk.d as u64;
+            Ok(())
         })?;
         for i in 0..ids.len() {
             csr.indptr[i + 1] += csr.indptr[i];
@@ -695,8 +705,15 @@ impl Store {
         csr.indices.reserve_exact(m);
         csr.weights.iter_mut().for_each(|w| w.reserve_exact(m));
         csr.labels.iter_mut().for_each(|l| l.reserve_exact(m));
-        self.walk_lists(base, gtt, ids, locs, pages, fetched, |_, block, d, _| {
-            fmt.get_block(block, d, &mut csr.indices, csr.weights.as_mut(), csr.labels.as_mut());
+        self.walk_lists(base, gtt, ids, locs, pages, fetched, |_, blk, _| {
+            blk.push_ids(&mut csr.indices)?;
+            if let Some(w) = csr.weights.as_mut() {
+                blk.push_weights(w);
+            }
+            if let Some(l) = csr.labels.as_mut() {
+                blk.push_labels(l);
+            }
+            Ok(())
         })?;
         Ok(csr)
     }
@@ -717,7 +734,10 @@ impl Store {
             let (locs, pages) = self.plan(gtt, ids);
             let fetched = self.fetch(&pages)?;
             let mut deg = vec![0u64; ids.len()];
-            self.walk_lists(&base, gtt, ids, &locs, &pages, &fetched, |i, _, d, _| deg[i] += d as u64)?;
+            self.walk_lists(&base, gtt, ids, &locs, &pages, &fetched, |i, blk, _| {
+                deg[i] += blk.d as u64;
+                Ok(())
+            })?;
             let d = self.delta.read().unwrap();
             if d.epoch == base.sb.epoch && d.is_empty() {
                 return Ok(deg);
@@ -768,12 +788,13 @@ impl Store {
             let fetched = self.fetch(&pages)?;
             let mut found: Vec<Option<u32>> = vec![None; src.len()];
             // An extent's list comes in several blocks: search each.
-            self.walk_lists(&base, gtt, &uniq, &locs, &pages, &fetched, |i, block, d, _| {
+            self.walk_lists(&base, gtt, &uniq, &locs, &pages, &fetched, |i, blk, _| {
                 for &e in &order[starts[i]..starts[i + 1]] {
-                    if let Some(j) = fmt.find(block, d, dst[e]) {
-                        found[e] = Some(if fmt.labels { fmt.label_at(block, d, j) } else { 0 });
+                    if let Some(j) = blk.find(dst[e])? {
+                        found[e] = Some(if fmt.labels { blk.label_at(j) } else { 0 });
                     }
                 }
+                Ok(())
             })?;
             let d = self.delta.read().unwrap();
             if d.epoch != base.sb.epoch {

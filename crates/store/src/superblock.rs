@@ -5,17 +5,16 @@
 //! Body, after the page header (little-endian):
 //! ```text
 //! magic "SOLIDGRF" | version u32 | page_size u32 | stripe_pages u64 | members u32
-//! flags u32 (1 directed, 2 in-edges, 4 weights, 8 labels) | id_bytes u32 | 0 u32
+//! flags u32 (1 directed, 2 in-edges, 4 weights, 8 labels) | 0 u32 | 0 u32
 //! num_nodes u64 | num_edges u64 | total_pages u64 | checkpoint_lsn u64
 //! out: DirMeta | in: DirMeta            (6 x u64 each)
-//! tensor map: Table | tombstones: Table (3 x u64 each; version 2)
-//! hot: Table                            (3 x u64; version 3)
+//! tensor map: Table | tombstones: Table (3 x u64 each)
+//! hot: Table                            (3 x u64)
 //! tensors u32 | tensors x TensorMeta    (64-byte name, dtype u8 + 7 pad, 5 x u64)
 //! ```
 //!
-//! Version 1 stores (no merge yet) lack the two tables and read as empty;
-//! stores before version 3 have no hot table (the row cache then admits
-//! every row).
+//! Version 4 compressed the adjacency blocks (`adjacency.rs`); older stores
+//! are refused with a request to import again.
 
 use std::path::Path;
 
@@ -25,7 +24,7 @@ use crate::page::{HEADER, Header, Kind, open_kind, seal, u32_at, u64_at};
 use crate::tensor::DType;
 
 pub const MAGIC: &[u8; 8] = b"SOLIDGRF";
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 pub const MAX_TENSORS: usize = 32;
 pub const MAX_TENSOR_NAME: usize = 63;
 const TENSOR_ENTRY: usize = 64 + 8 + 40;
@@ -129,8 +128,7 @@ impl Superblock {
         b.extend_from_slice(&self.members.to_le_bytes());
         let flags = self.directed as u32 | (self.inn.is_some() as u32) << 1 | (self.fmt.weights as u32) << 2 | (self.fmt.labels as u32) << 3;
         b.extend_from_slice(&flags.to_le_bytes());
-        b.extend_from_slice(&(self.fmt.id_bytes as u32).to_le_bytes());
-        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&0u64.to_le_bytes());
         for x in [self.num_nodes, self.num_edges, self.total_pages, self.checkpoint_lsn] {
             b.extend_from_slice(&x.to_le_bytes());
         }
@@ -174,12 +172,14 @@ impl Superblock {
             return Err(StoreError::NewerFormat { path: path.to_path_buf(), found: version, supported: FORMAT_VERSION });
         }
         let h = open_kind(which, page, Kind::Superblock)?;
+        if version < FORMAT_VERSION {
+            return Err(StoreError::OlderFormat { path: path.to_path_buf(), found: version, supported: FORMAT_VERSION });
+        }
         let mut at = HEADER + 12;
         let page_size = u32_at(b, at);
         let stripe_pages = u64_at(b, at + 4);
         let members = u32_at(b, at + 12);
         let flags = u32_at(b, at + 16);
-        let id_bytes = u32_at(b, at + 20) as usize;
         at += 28;
         let num_nodes = u64_at(b, at);
         let num_edges = u64_at(b, at + 8);
@@ -190,22 +190,13 @@ impl Superblock {
         let inn = get_dir(b, at + 48);
         at += 96;
         let table = |at: usize| Table { start: u64_at(b, at), pages: u64_at(b, at + 8), words: u64_at(b, at + 16) };
-        let (tensor_map, tombstones) = if version >= 2 { (table(at), table(at + 24)) } else { (Table::default(), Table::default()) };
-        if version >= 2 {
-            at += 48;
-        }
-        let hot = if version >= 3 { table(at) } else { Table::default() };
-        if version >= 3 {
-            at += 24;
-        }
+        let (tensor_map, tombstones, hot) = (table(at), table(at + 24), table(at + 48));
+        at += 72;
         let nt = u32_at(b, at) as usize;
         at += 4;
         let corrupt = |reason: String| StoreError::Corrupt { page: which, reason };
         if nt > MAX_TENSORS || Self::body_bytes(nt) > page.len() {
             return Err(corrupt(format!("superblock lists {nt} tensors")));
-        }
-        if id_bytes != 4 && id_bytes != 8 {
-            return Err(corrupt(format!("vertex id width {id_bytes}")));
         }
         let mut tensors = Vec::with_capacity(nt);
         for _ in 0..nt {
@@ -225,7 +216,7 @@ impl Superblock {
             stripe_pages,
             members,
             directed: flags & 1 != 0,
-            fmt: EdgeFormat { id_bytes, weights: flags & 4 != 0, labels: flags & 8 != 0 },
+            fmt: EdgeFormat { weights: flags & 4 != 0, labels: flags & 8 != 0 },
             num_nodes,
             num_edges,
             total_pages,

@@ -1,7 +1,7 @@
 //! `verify`: read every page, check every checksum and the invariants of
 //! each region, stop at the first bad page and name it.
 
-use crate::adjacency::{DIR_ENTRY, packed_entries};
+use crate::adjacency::{DIR_ENTRY, DirEntry, packed_entries};
 use crate::error::{Result, StoreError};
 use crate::gtt::Gtt;
 use crate::page::{self, HEADER, Kind};
@@ -107,9 +107,7 @@ impl Store {
 
     fn verify_adjacency(&self, gtt: &Gtt, sb: &Superblock) -> Result<u64> {
         let fmt = sb.fmt;
-        let eb = fmt.edge_bytes();
         let ps = sb.page_size as usize;
-        let per = fmt.per_extent_page(ps);
         let mut edges = 0u64;
         let mut i = 0usize;
         let mut last_vertex: Option<u64> = None;
@@ -128,17 +126,21 @@ impl Store {
             if gtt.edges_before(i) != edges {
                 return Err(corrupt(format!("translation table counts {} edges before this page, the pages hold {edges}", gtt.edges_before(i))));
             }
-            let mut check_list = |v: u64, block: &[u8], d: usize, ids: &mut Vec<u64>| -> Result<()> {
+            // Decodes the block at the start of `block`; returns its degree
+            // and length.
+            let mut check_list = |v: u64, block: &[u8], ids: &mut Vec<u64>| -> Result<(usize, usize)> {
+                let bad = |reason: String| corrupt(format!("list of vertex {v}: {reason}"));
+                let blk = fmt.block(block).map_err(bad)?;
                 ids.clear();
-                fmt.get_block(block, d, ids, None, None);
+                let len = blk.push_ids(ids).map_err(bad)?;
                 if let Some(&bad) = ids.iter().find(|&&x| x >= sb.num_nodes) {
                     return Err(corrupt(format!("vertex {v} has neighbor {bad} beyond the {} vertices", sb.num_nodes)));
                 }
                 if ids.windows(2).any(|w| w[0] > w[1]) {
                     return Err(corrupt(format!("neighbors of vertex {v} are not sorted")));
                 }
-                edges += d as u64;
-                Ok(())
+                edges += blk.d as u64;
+                Ok((blk.d, len))
             };
             match h.kind {
                 Kind::Packed => {
@@ -147,9 +149,9 @@ impl Store {
                     if (h.aux as usize) < HEADER || h.aux as usize > dir_start {
                         return Err(corrupt("list data overlaps the directory".into()));
                     }
-                    let mut prev_end = HEADER;
-                    for (v, s, e) in packed_entries(pg, &h) {
-                        if s != prev_end || e < s || e > h.aux as usize || (e - s) % eb != 0 {
+                    let (mut prev_end, mut before) = (HEADER, 0u64);
+                    for DirEntry { vertex: v, start: s, end: e, before: b } in packed_entries(pg, &h) {
+                        if s != prev_end || e <= s || e > h.aux as usize || b != before {
                             return Err(corrupt(format!("bad directory entry for vertex {v}")));
                         }
                         if last_vertex.is_some_and(|l| l >= v) || v >= sb.num_nodes {
@@ -161,17 +163,20 @@ impl Store {
                         listed += 1;
                         last_vertex = Some(v);
                         prev_end = e;
-                        check_list(v, &pg[s..e], (e - s) / eb, &mut ids)?;
+                        let (d, len) = check_list(v, &pg[s..e], &mut ids)?;
+                        if len != e - s {
+                            return Err(corrupt(format!("list of vertex {v} takes {len} bytes, its directory entry {}", e - s)));
+                        }
+                        before += d as u64;
                     }
                     if pg[h.aux as usize..dir_start].iter().any(|&b| b != 0) {
                         return Err(corrupt("free space is not zero".into()));
                     }
                 }
                 Kind::Extent => {
-                    let d = h.count as usize;
                     let v = h.key;
                     let first_of_extent = h.aux == 0;
-                    if d == 0 || d > per || (first_of_extent && last_vertex.is_some_and(|l| l >= v)) || (!first_of_extent && last_vertex != Some(v)) {
+                    if (first_of_extent && last_vertex.is_some_and(|l| l >= v)) || (!first_of_extent && last_vertex != Some(v)) {
                         return Err(corrupt(format!("extent page {} of vertex {v} is inconsistent", h.aux)));
                     }
                     if first_of_extent {
@@ -181,7 +186,13 @@ impl Store {
                         listed += 1;
                     }
                     last_vertex = Some(v);
-                    check_list(v, &pg[HEADER..HEADER + d * eb], d, &mut ids)?;
+                    let (d, len) = check_list(v, &pg[HEADER..], &mut ids)?;
+                    if d != h.count as usize {
+                        return Err(corrupt(format!("extent page {} of vertex {v} holds {d} edges, its header says {}", h.aux, h.count)));
+                    }
+                    if pg[HEADER + len..].iter().any(|&b| b != 0) {
+                        return Err(corrupt("free space is not zero".into()));
+                    }
                 }
                 k => return Err(corrupt(format!("{k:?} page inside the adjacency region"))),
             }

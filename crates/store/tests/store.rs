@@ -158,10 +158,11 @@ fn hub_with_millions_of_neighbors_and_exactly_full_pages() {
     let dir = tempfile::tempdir().unwrap();
     // Vertex 7 has 2.5M neighbors (an extent of many pages); vertex 9 has
     // exactly one extent page's worth; 10..40 fill packed pages exactly.
-    let fmt = adjacency::EdgeFormat { id_bytes: 4, weights: false, labels: false };
-    let per = fmt.per_extent_page(4096);
-    let max_packed = fmt.max_packed_degree(4096);
+    let fmt = adjacency::EdgeFormat { weights: false, labels: false };
     let n = 3_000_000u64;
+    let run: Vec<u64> = (0..n).collect();
+    let per = fmt.fitting(&run, fmt.extent_room(4096));
+    let max_packed = fmt.fitting(&run[10..], fmt.packed_room(4096));
     let mut g = Graph { src: vec![], dst: vec![], w: vec![], l: vec![] };
     for d in 0..2_500_000u64 {
         g.src.push(7);
@@ -203,7 +204,6 @@ fn ids_beyond_u32_use_wide_ids() {
     import(&out, &[mem_input(&g, &o)], &[], &o, &quiet).unwrap();
     let s = Store::open(&out, &OpenOptions::default()).unwrap();
     assert_eq!(s.num_nodes(), big + 2);
-    assert_eq!(s.superblock().fmt.id_bytes, 8);
     let csr = s.neighbors(&[big, 0, big + 1], Direction::Out, false, false).unwrap();
     assert_eq!(csr.indptr, vec![0, 2, 3, 3]);
     assert_eq!(csr.indices, vec![0, 3, big]);

@@ -139,6 +139,8 @@ struct Builder<'a> {
     ids: Vec<u64>,
     ws: Vec<f32>,
     ls: Vec<u32>,
+    /// Varint bytes of `ids`' gaps (the first id counted whole).
+    gap_bytes: usize,
     has_self: bool,
     /// Edges written before the packed page being built.
     packed_base: u64,
@@ -164,16 +166,20 @@ impl Builder<'_> {
     }
 
     fn append(&mut self, dst: u64, w: f32, l: u32) -> Result<()> {
+        let prev = self.ids.last().copied().unwrap_or(0);
+        self.gap_bytes += EdgeFormat::gap_bytes(dst - prev);
         self.ids.push(dst);
         self.ws.push(w);
         self.ls.push(l);
-        let per = self.o.fmt.per_extent_page(self.ps);
-        if self.extent_pages > 0 || self.ids.len() > self.o.fmt.max_packed_degree(self.ps) {
+        let fmt = self.o.fmt;
+        if self.extent_pages > 0 || fmt.sized(self.ids.len(), self.gap_bytes) > fmt.packed_room(self.ps) {
             // Too long for a packed page: the vertex owns whole pages, written
-            // as they fill so a huge list never sits in memory. Keep one edge
-            // back so the final page is never empty.
-            while self.ids.len() > per {
-                self.write_extent(per)?;
+            // as they fill so a huge list never sits in memory. A page is
+            // written only once the list overflows it, so the final page is
+            // never empty.
+            let room = fmt.extent_room(self.ps);
+            while fmt.sized(self.ids.len(), self.gap_bytes) > room {
+                self.write_extent(fmt.fitting(&self.ids, room))?;
             }
         }
         Ok(())
@@ -194,6 +200,7 @@ impl Builder<'_> {
         self.ids.drain(..n);
         self.ws.drain(..n);
         self.ls.drain(..n);
+        self.gap_bytes = EdgeFormat::id_bytes(&self.ids);
         Ok(())
     }
 
@@ -216,12 +223,13 @@ impl Builder<'_> {
             self.append(self.v, 1.0, 0)?;
         }
         let d = self.ids.len();
-        if self.extent_pages > 0 || d > self.o.fmt.max_packed_degree(self.ps) {
+        let bytes = self.o.fmt.sized(d, self.gap_bytes);
+        if self.extent_pages > 0 || bytes > self.o.fmt.packed_room(self.ps) {
             if d > 0 {
                 self.write_extent(d)?;
             }
         } else if d > 0 {
-            if !self.packed.fits(self.v, d) {
+            if !self.packed.fits(self.v, bytes) {
                 self.close_packed()?;
             }
             if self.packed.is_empty() {
@@ -234,6 +242,7 @@ impl Builder<'_> {
             self.ids.clear();
             self.ws.clear();
             self.ls.clear();
+            self.gap_bytes = 0;
         }
         self.top.push(self.v, self.edges - self.v_first_edge);
         self.v = next;
@@ -261,6 +270,7 @@ pub fn lay_out(vol: &Volume, first_page: u64, merged: &mut Merged, o: &LayoutOpt
         ids: Vec::new(),
         ws: Vec::new(),
         ls: Vec::new(),
+        gap_bytes: 0,
         has_self: false,
         packed_base: 0,
         extent_pages: 0,

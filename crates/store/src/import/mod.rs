@@ -267,7 +267,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
             return Err(StoreError::Invalid(format!("tensor {:?} has {} rows but the graph has {num_nodes} vertices", p.meta.name, p.meta.rows)));
         }
     }
-    let fmt = EdgeFormat { id_bytes: if num_nodes <= 1 << 32 { 4 } else { 8 }, weights: o.weights, labels: o.labels };
+    let fmt = EdgeFormat { weights: o.weights, labels: o.labels };
     // A superblock must fit in a page.
     if Superblock::body_bytes(plans.len()) > o.page_size {
         return Err(StoreError::Invalid("too many tensors for one superblock page".into()));
