@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::mpsc::sync_channel;
 
-use solidgraph_store::{Csr, Direction, GttRef, Store};
+use solidgraph_store::{Csr, Direction, GttRef, RangePages, Store};
 
 use crate::error::{EngineError, Result};
 
@@ -147,6 +147,12 @@ impl Bitset {
             }
         }
     }
+}
+
+/// One chunk of a whole pass (`Lists::chunks`).
+pub enum Chunk {
+    Pages(RangePages),
+    Lists(Batch),
 }
 
 /// Lists read in one batch, and which of them the pass visits.
@@ -304,7 +310,44 @@ impl<'a> Lists<'a> {
     /// run on `READERS` threads ahead of `f`, so one batch's I/O is in
     /// flight while another is decoded.
     pub fn batches(&self, frontier: Frontier, mut f: impl FnMut(&Batch)) -> Result<()> {
+        self.pipeline(
+            frontier,
+            |job| self.read(job),
+            |b| {
+                f(&b);
+                self.recycle([b.csr]);
+                Ok(())
+            },
+        )
+    }
+
+    /// A whole pass in id order, chunk by chunk, handing `f` each chunk's
+    /// pages undecoded (`RangePages`: `f` decodes them on all cores, into
+    /// buffers that stay in the CPU caches); a chunk read while updates are
+    /// pending, or of the two-direction view, comes decoded instead.
+    pub fn chunks(&self, mut f: impl FnMut(&Chunk) -> Result<()>) -> Result<()> {
+        let read = |job: Job| {
+            if let ([dir], Job::Range(lo, hi, None)) = (self.dirs.as_slice(), &job)
+                && let Some(rp) = self.store.range_pages(*dir, *lo, *hi, self.cached)?
+            {
+                return Ok(Chunk::Pages(rp));
+            }
+            self.read(job).map(Chunk::Lists)
+        };
+        self.pipeline(Frontier::All, read, |c| {
+            let r = f(&c);
+            if let Chunk::Lists(b) = c {
+                self.recycle([b.csr]);
+            }
+            r
+        })
+    }
+
+    /// Runs `read` for the frontier's jobs on `READERS` threads and `f` on
+    /// their results, in the plan's order, on this one.
+    fn pipeline<T: Send>(&self, frontier: Frontier, read: impl Fn(Job) -> Result<T> + Sync, mut f: impl FnMut(T) -> Result<()>) -> Result<()> {
         self.planned.store(0, SeqCst);
+        let read = &read;
         std::thread::scope(|s| {
             // Job k goes to reader k % READERS and its batch comes back on
             // that reader's channel, so `f` sees the plan's order. Both
@@ -313,10 +356,10 @@ impl<'a> Lists<'a> {
             let (mut jobs, mut done) = (Vec::new(), Vec::new());
             for _ in 0..READERS {
                 let (job_tx, job_rx) = sync_channel::<Job>(0);
-                let (tx, rx) = sync_channel::<Result<Batch>>(0);
+                let (tx, rx) = sync_channel::<Result<T>>(0);
                 s.spawn(move || {
                     for job in job_rx {
-                        let got = self.read(job);
+                        let got = read(job);
                         let stop = got.is_err();
                         // A closed channel means the consumer stopped.
                         if tx.send(got).is_err() || stop {
@@ -339,11 +382,7 @@ impl<'a> Lists<'a> {
             // handed over every batch.
             for k in 0.. {
                 match done[k % READERS].recv() {
-                    Ok(got) => {
-                        let b = got?;
-                        f(&b);
-                        self.recycle([b.csr]);
-                    }
+                    Ok(got) => f(got?)?,
                     Err(_) => break,
                 }
             }

@@ -6,16 +6,17 @@
 //! records the out-degrees. Later ones pull: a vertex's new rank is the sum
 //! of its in-neighbors' rank/out-degree, read from its in-list (the out-list
 //! of an undirected store), so a batch's vertices are summed on both cores
-//! without sharing a write. Each vertex sums its list in list order and
-//! whole-graph sums add fixed-size parts in order, so ranks do not depend on
-//! the thread count. A directed store without in-edges pushes every
-//! iteration, on one core.
+//! without sharing a write; a push spreads over the cores by giving each a
+//! part of the ranks to write. Each vertex sums its list in list order (an
+//! extent page by page) and whole-graph sums add fixed-size parts in order,
+//! so ranks do not depend on the thread count. A directed store without
+//! in-edges pushes every iteration.
 
 use rayon::prelude::*;
 use solidgraph_store::{Direction, Store};
 
 use crate::error::{EngineError, Progress, Result};
-use crate::frontier::{AHEAD, Frontier, Lists, prefetch};
+use crate::frontier::{AHEAD, Chunk, Frontier, Lists, prefetch};
 use crate::state;
 
 #[derive(Debug, Clone)]
@@ -74,23 +75,38 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
 
 /// One iteration pushing `pr` over the out-lists into `next`, in id order;
 /// records out-degrees into `deg` unless it is empty. Returns the L1 change.
+/// Each core owns a part of `next` and applies the batch's edges into it:
+/// every rank receives its shares in the same order for any thread count.
 fn push_iteration(out: &Lists, damping: f64, pr: &[f64], deg: &mut [u32], next: &mut [f64]) -> Result<f64> {
     let nf = pr.len() as f64;
     next.iter_mut().for_each(|x| *x = 0.0);
     let mut dangling = 0.0f64;
     let record = !deg.is_empty();
-    out.scan(|v, nbrs, _| {
-        if record {
-            deg[v as usize] = nbrs.len() as u32;
-        }
-        let r = pr[v as usize];
-        if nbrs.is_empty() {
-            dangling += r;
-            return;
-        }
-        let share = r / nbrs.len() as f64;
-        for &u in nbrs {
-            next[u as usize] += share;
+    let part = pr.len().div_ceil(rayon::current_num_threads()).max(1);
+    out.batches(Frontier::All, |b| {
+        next.par_chunks_mut(part).enumerate().for_each(|(p, mine)| {
+            let lo = (p * part) as u64;
+            for i in 0..b.len() {
+                let (v, nbrs, _) = b.get(i);
+                if nbrs.is_empty() {
+                    continue;
+                }
+                let share = pr[v as usize] / nbrs.len() as f64;
+                for &u in nbrs {
+                    if let Some(x) = u.checked_sub(lo).and_then(|o| mine.get_mut(o as usize)) {
+                        *x += share;
+                    }
+                }
+            }
+        });
+        for i in 0..b.len() {
+            let (v, nbrs, _) = b.get(i);
+            if record {
+                deg[v as usize] = nbrs.len() as u32;
+            }
+            if nbrs.is_empty() {
+                dangling += pr[v as usize];
+            }
         }
     })?;
     let base = (1.0 - damping) / nf + damping * dangling / nf;
@@ -106,22 +122,63 @@ fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], next:
     let nf = n as f64;
     let dangling = sum_parts(n, |r| deg[r.clone()].iter().zip(&share[r]).filter(|x| *x.0 == 0).map(|x| x.1).sum());
     let base = (1.0 - damping) / nf + damping * dangling / nf;
-    lists.batches(Frontier::All, |b| {
-        let ranks: Vec<f64> = (0..b.len())
-            .into_par_iter()
-            .with_min_len(1024)
-            .map(|i| {
-                let list = b.get(i).1;
-                let sum: f64 = list.iter().enumerate().map(|(k, &u)| {
-                    prefetch(share, list, k + AHEAD);
-                    share[u as usize]
-                }).sum();
-                base + damping * sum
+    let sum = |list: &[u64]| -> f64 {
+        list.iter()
+            .enumerate()
+            .map(|(k, &u)| {
+                prefetch(share, list, k + AHEAD);
+                share[u as usize]
             })
-            .collect();
-        for (i, r) in ranks.into_iter().enumerate() {
-            next[b.get(i).0 as usize] = r;
+            .sum()
+    };
+    lists.chunks(|c| {
+        match c {
+            Chunk::Pages(rp) => {
+                // Per page, each list's sum (an extent's pages: parts of
+                // one vertex's, added in page order below).
+                let parts: Vec<Result<Vec<(u64, f64)>>> = (0..rp.num_pages())
+                    .into_par_iter()
+                    .with_min_len(16)
+                    .map_init(
+                        || (Vec::new(), Vec::new()),
+                        |(ids, rows), k| {
+                            rp.page_lists(k, ids, rows)?;
+                            // One sum over the page's lists back to back, so
+                            // the prefetch runs ahead across short lists.
+                            let (mut out, mut acc) = (Vec::with_capacity(rows.len()), 0.0);
+                            for (k, &u) in ids.iter().enumerate() {
+                                prefetch(share, ids, k + AHEAD);
+                                acc += share[u as usize];
+                                // Lists are never empty: only the last id of a
+                                // row can end it.
+                                if rows.get(out.len()).is_some_and(|r| r.1 == k + 1) {
+                                    out.push((rows[out.len()].0, acc));
+                                    acc = 0.0;
+                                }
+                            }
+                            debug_assert_eq!(out.len(), rows.len());
+                            Ok(out)
+                        },
+                    )
+                    .collect();
+                let (lo, hi) = rp.range();
+                let next = &mut next[lo as usize..hi as usize];
+                next.fill(0.0);
+                for part in parts {
+                    for (v, s) in part? {
+                        next[(v - lo) as usize] += s;
+                    }
+                }
+                next.iter_mut().for_each(|x| *x = base + damping * *x);
+            }
+            Chunk::Lists(b) => {
+                let ranks: Vec<f64> = (0..b.len()).into_par_iter().with_min_len(1024).map(|i| base + damping * sum(b.get(i).1)).collect();
+                for (i, r) in ranks.into_iter().enumerate() {
+                    next[b.get(i).0 as usize] = r;
+                }
+            }
         }
+        Ok(())
     })?;
     let next = &*next;
     Ok(sum_parts(n, |r| {

@@ -4,10 +4,11 @@
 
 use solidgraph_io::Pages;
 
-use crate::adjacency::{DIR_ENTRY, packed_entries};
+use std::sync::Arc;
+
+use crate::adjacency::{Block, DIR_ENTRY, packed_entries};
 use crate::cache::PageRef;
 use crate::error::{Result, StoreError};
-use crate::gtt::Gtt;
 use crate::page::{self, HEADER, Kind};
 use crate::store::{Base, Csr, Direction, Store, check_columns};
 
@@ -55,36 +56,45 @@ impl Store {
         Ok(cuts.windows(2).map(|w| (w[0], w[1])).collect())
     }
 
-    /// Neighbor lists of every vertex in [lo, hi), in one batch: the pages
-    /// that hold the range, decoded in page order (no per-vertex lookups).
-    /// `cached`: through the page cache, or straight from the volume
-    /// (consecutive pages merge into large I/Os). `spare`: a CSR whose
-    /// buffers the result reuses.
+    /// Neighbor lists of every vertex in [lo, hi), in one batch (see
+    /// `range_pages`). `spare`: a CSR whose buffers the result reuses.
     pub fn read_range(&self, dir: Direction, lo: u64, hi: u64, weights: bool, cached: bool, mut spare: Csr) -> Result<Csr> {
-        let hi = hi.min(self.num_nodes());
-        let lo = lo.min(hi);
+        check_columns(&self.base().sb, weights, false)?;
         loop {
-            let base = self.base();
-            check_columns(&base.sb, weights, false)?;
-            if !self.delta.read().unwrap().is_empty() {
+            let Some(rp) = self.range_pages(dir, lo, hi, cached)? else {
                 // Pending updates: the general path merges them in.
-                let ids: Vec<u64> = (lo..hi).collect();
+                let ids: Vec<u64> = (lo..hi.min(self.num_nodes())).collect();
                 return self.neighbors_with(&ids, dir, weights, false, cached, spare);
-            }
-            let gtt = base.gtt(dir)?;
-            // From lo's first page if one starts with it, else from the
-            // page before (it may hold lo).
-            let lb = gtt.lower_bound(lo);
-            let first = if lb < gtt.len() && gtt.first_vertex(lb) == lo { lb } else { lb.saturating_sub(1) };
-            let pages: Vec<u64> = (first..gtt.lower_bound(hi)).map(|i| gtt.page(i)).collect();
-            let fetched = if cached { self.fetch(&pages)? } else { self.fetch_direct(&pages)? };
-            let csr = decode_range(&base, gtt, lo, hi, first, &pages, &fetched, weights, spare)?;
+            };
+            let csr = rp.decode(weights, spare)?;
             let d = self.delta.read().unwrap();
-            if d.epoch == base.sb.epoch && d.is_empty() {
+            if d.epoch == rp.base.sb.epoch && d.is_empty() {
                 return Ok(csr);
             }
             spare = csr;
         }
+    }
+
+    /// The pages holding the lists of [lo, hi), read in one batch, to be
+    /// decoded in page order (no per-vertex lookups); None while updates
+    /// are pending (they live in the delta, not in pages). `cached`:
+    /// through the page cache, or straight from the volume (consecutive
+    /// pages merge into large I/Os).
+    pub fn range_pages(&self, dir: Direction, lo: u64, hi: u64, cached: bool) -> Result<Option<RangePages>> {
+        let base = self.base();
+        if !self.delta.read().unwrap().is_empty() {
+            return Ok(None);
+        }
+        let hi = hi.min(base.sb.num_nodes);
+        let lo = lo.min(hi);
+        let gtt = base.gtt(dir)?;
+        // From lo's first page if one starts with it, else from the page
+        // before (it may hold lo).
+        let lb = gtt.lower_bound(lo);
+        let first = if lb < gtt.len() && gtt.first_vertex(lb) == lo { lb } else { lb.saturating_sub(1) };
+        let pages: Vec<u64> = (first..gtt.lower_bound(hi)).map(|i| gtt.page(i)).collect();
+        let fetched = if cached { self.fetch(&pages)? } else { self.fetch_direct(&pages)? };
+        Ok(Some(RangePages { base, dir, lo, hi, first, pages, fetched }))
     }
 
     /// Reads pages bypassing the cache, into the volume's own buffers (a
@@ -103,107 +113,147 @@ impl Store {
     }
 }
 
-/// Builds the CSR of [lo, hi) from the pages of GTT entries `first..`,
-/// fetched in order, walking each packed page's directory in order.
-#[allow(clippy::too_many_arguments)]
-fn decode_range(base: &Base, gtt: &Gtt, lo: u64, hi: u64, first: usize, pages: &[u64], fetched: &Fetched, weights: bool, spare: Csr) -> Result<Csr> {
-    let fmt = base.sb.fmt;
-    let mut csr = spare;
-    let n = (hi - lo) as usize;
-    csr.indptr.clear();
-    csr.indptr.reserve_exact(n + 1);
-    csr.indptr.push(0);
-    csr.first_edge.clear();
-    csr.first_edge.reserve_exact(n);
-    csr.indices.clear();
-    csr.weights = weights.then(|| csr.weights.take().unwrap_or_default());
-    csr.labels = None;
-    // The pages' edges: exact when [lo, hi) is a chunk (chunks start pages).
-    let end = first + pages.len();
-    let edges = (if end < gtt.len() { gtt.edges_before(end) } else { base.sb.num_edges }) - pages.first().map_or(0, |_| gtt.edges_before(first));
-    csr.indices.reserve_exact(edges as usize);
-    if let Some(w) = csr.weights.as_mut() {
-        w.clear();
-        w.reserve_exact(edges as usize);
+/// The pages of a vertex range as read (`Store::range_pages`). A pass that
+/// only folds each list (PageRank's pull) decodes blocks page by page,
+/// on several threads, into a small buffer instead of a CSR: the CSR of a
+/// scale-24 graph is 4 GiB of u64 writes and reads per pass.
+pub struct RangePages {
+    base: Arc<Base>,
+    dir: Direction,
+    lo: u64,
+    hi: u64,
+    /// GTT index of `pages[0]`.
+    first: usize,
+    pages: Vec<u64>,
+    fetched: Fetched,
+}
+
+impl RangePages {
+    /// The vertices [lo, hi) the pages were read for.
+    pub fn range(&self) -> (u64, u64) {
+        (self.lo, self.hi)
     }
-    // The vertex whose row comes next; an extent page past the first
-    // continues the row of the vertex before it.
-    let mut next = lo;
-    let mut extent: Option<(u64, u32)> = None;
-    for (k, &pno) in pages.iter().enumerate() {
-        let (pg, gi) = (fetched.page(k), first + k);
+
+    pub fn num_pages(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Decodes the lists in page `k` whose vertices are in the range, in
+    /// vertex order: their ids concatenated into `ids`, and `(v, end of v's
+    /// ids)` per list into `rows` (both cleared first). Each page of an
+    /// extent gives a part of its vertex's list, in order.
+    pub fn page_lists(&self, k: usize, ids: &mut Vec<u64>, rows: &mut Vec<(u64, usize)>) -> Result<()> {
+        ids.clear();
+        rows.clear();
+        self.page_blocks(k, |v, blk, _| {
+            blk.push_ids(ids).map_err(|r| StoreError::Corrupt { page: self.pages[k], reason: format!("vertex {v}: {r}") })?;
+            rows.push((v, ids.len()));
+            Ok(())
+        })
+    }
+
+    /// Calls `f(v, block, first edge id)` for each block of page `k` whose
+    /// vertex is in the range, in vertex order.
+    fn page_blocks(&self, k: usize, mut f: impl FnMut(u64, &Block, u64) -> Result<()>) -> Result<()> {
+        let gtt = self.base.gtt(self.dir)?;
+        let fmt = self.base.sb.fmt;
+        let (pg, pno, gi) = (self.fetched.page(k), self.pages[k], self.first + k);
         let corrupt = |reason: String| StoreError::Corrupt { page: pno, reason };
         if gtt.is_extent(gi) {
             let h = page::open_kind_trusted(pno, pg, Kind::Extent)?;
-            base.check_epoch(pno, h.epoch)?;
+            self.base.check_epoch(pno, h.epoch)?;
             let v = h.key;
             if v != gtt.first_vertex(gi) {
                 return Err(corrupt(format!("extent page of vertex {v} where the translation table has {}", gtt.first_vertex(gi))));
             }
-            if v < lo || v >= hi {
-                continue;
+            if v < self.lo || v >= self.hi {
+                return Ok(());
             }
             let blk = fmt.block(&pg[HEADER..]).map_err(|r| corrupt(format!("extent page {} of vertex {v}: {r}", h.aux)))?;
             if blk.d != h.count as usize {
                 return Err(corrupt(format!("extent page {} of vertex {v} holds {} edges, its header says {}", h.aux, blk.d, h.count)));
             }
-            if h.aux == 0 {
-                if v < next {
-                    return Err(corrupt(format!("vertex {v} out of order")));
-                }
-                while next < v {
-                    csr.indptr.push(csr.indices.len() as u64);
-                    csr.first_edge.push(0);
-                    next += 1;
-                }
-                csr.first_edge.push(gtt.edges_before(gi));
-                csr.indptr.push(0);
-                next = v + 1;
-            } else if extent != Some((v, h.aux - 1)) {
-                return Err(corrupt(format!("extent page {} of vertex {v} out of sequence", h.aux)));
-            }
-            extent = Some((v, h.aux));
-            blk.push_ids(&mut csr.indices).map_err(|r| corrupt(format!("vertex {v}: {r}")))?;
-            if let Some(w) = csr.weights.as_mut() {
-                blk.push_weights(w);
-            }
-            *csr.indptr.last_mut().expect("row pushed") = csr.indices.len() as u64;
-            continue;
+            return f(v, &blk, gtt.edges_before(gi));
         }
-        extent = None;
         let h = page::open_kind_trusted(pno, pg, Kind::Packed)?;
-        base.check_epoch(pno, h.epoch)?;
+        self.base.check_epoch(pno, h.epoch)?;
         let dir_start = pg.len().checked_sub(h.count as usize * DIR_ENTRY).filter(|&d| d >= HEADER).ok_or_else(|| corrupt(format!("directory of {} entries", h.count)))?;
+        let mut prev: Option<u64> = None;
         for e in packed_entries(pg, &h) {
             let v = e.vertex;
-            if v < lo {
+            if v < self.lo {
                 continue;
             }
-            if v >= hi {
+            if v >= self.hi {
                 break;
             }
-            if v < next || e.start < HEADER || e.start >= e.end || e.end > dir_start {
+            if prev.is_some_and(|p| p >= v) || e.start < HEADER || e.start >= e.end || e.end > dir_start {
                 return Err(corrupt(format!("bad directory entry for vertex {v}")));
             }
-            while next < v {
-                csr.indptr.push(csr.indices.len() as u64);
-                csr.first_edge.push(0);
-                next += 1;
-            }
+            prev = Some(v);
             let blk = fmt.block(&pg[e.start..e.end]).map_err(|r| corrupt(format!("vertex {v}: {r}")))?;
-            csr.first_edge.push(gtt.edges_before(gi) + e.before);
-            blk.push_ids(&mut csr.indices).map_err(|r| corrupt(format!("vertex {v}: {r}")))?;
-            if let Some(w) = csr.weights.as_mut() {
-                blk.push_weights(w);
-            }
-            csr.indptr.push(csr.indices.len() as u64);
-            next = v + 1;
+            f(v, &blk, gtt.edges_before(gi) + e.before)?;
         }
+        Ok(())
     }
-    while next < hi {
-        csr.indptr.push(csr.indices.len() as u64);
-        csr.first_edge.push(0);
-        next += 1;
+
+    /// The CSR of the range, every vertex a row, decoding into `spare`'s
+    /// buffers.
+    pub fn decode(&self, weights: bool, spare: Csr) -> Result<Csr> {
+        let gtt = self.base.gtt(self.dir)?;
+        let (lo, hi) = (self.lo, self.hi);
+        let mut csr = spare;
+        let n = (hi - lo) as usize;
+        csr.indptr.clear();
+        csr.indptr.reserve_exact(n + 1);
+        csr.indptr.push(0);
+        csr.first_edge.clear();
+        csr.first_edge.reserve_exact(n);
+        csr.indices.clear();
+        csr.weights = weights.then(|| csr.weights.take().unwrap_or_default());
+        csr.labels = None;
+        // The pages' edges: exact when the range is a chunk (chunks start
+        // pages).
+        let end = self.first + self.pages.len();
+        let edges = (if end < gtt.len() { gtt.edges_before(end) } else { self.base.sb.num_edges }) - if self.pages.is_empty() { 0 } else { gtt.edges_before(self.first) };
+        csr.indices.reserve_exact(edges as usize);
+        if let Some(w) = csr.weights.as_mut() {
+            w.clear();
+            w.reserve_exact(edges as usize);
+        }
+        // The vertex whose row comes next; a block of the vertex before it
+        // continues that row (an extent's later pages).
+        let mut next = lo;
+        for k in 0..self.pages.len() {
+            self.page_blocks(k, |v, blk, first_edge| {
+                let corrupt = |reason: String| StoreError::Corrupt { page: self.pages[k], reason: format!("vertex {v}: {reason}") };
+                if v + 1 == next && next > lo {
+                    // Continues the last row.
+                } else if v >= next {
+                    while next < v {
+                        csr.indptr.push(csr.indices.len() as u64);
+                        csr.first_edge.push(0);
+                        next += 1;
+                    }
+                    csr.first_edge.push(first_edge);
+                    csr.indptr.push(0);
+                    next = v + 1;
+                } else {
+                    return Err(corrupt("lists out of order".into()));
+                }
+                blk.push_ids(&mut csr.indices).map_err(corrupt)?;
+                if let Some(w) = csr.weights.as_mut() {
+                    blk.push_weights(w);
+                }
+                *csr.indptr.last_mut().expect("row pushed") = csr.indices.len() as u64;
+                Ok(())
+            })?;
+        }
+        while next < hi {
+            csr.indptr.push(csr.indices.len() as u64);
+            csr.first_edge.push(0);
+            next += 1;
+        }
+        Ok(csr)
     }
-    Ok(csr)
 }
