@@ -178,7 +178,9 @@ def test_graph_is_shared_between_threads(tmp_path):
     solidgraph.import_graph(tmp_path / "g", (src, dst, w), in_edges=True)
     g = solidgraph.open(tmp_path / "g", cache_bytes=64 << 10)  # small: threads evict each other
     ref = adjacency(src, dst, 2000, w)
-    batches = [np.random.default_rng(s).integers(0, 2000, 300) for s in range(64)]
+    # Batches of a few pages each: one batch of more pages than the cache
+    # holds pins it whole, and nothing could be evicted.
+    batches = [np.random.default_rng(s).integers(0, 2000, 8) for s in range(256)]
     start = threading.Barrier(8)
 
     def work(ids):
