@@ -653,18 +653,29 @@ impl Store {
             }
         }
         let fetched = self.fetch(&pages)?;
-        let (mut ids, mut edges) = (Vec::with_capacity(at.len()), Vec::with_capacity(at.len()));
-        for (k, &(gi, j, off, v)) in at.iter().enumerate() {
+        let (mut ids, mut edges) = (vec![0; at.len()], vec![0; at.len()]);
+        // A page's varints decode in order: decode each page once, for all
+        // its positions (a hub gets many), not once per position.
+        let mut order: Vec<usize> = (0..at.len()).collect();
+        order.sort_unstable_by_key(|&k| pages[k]);
+        let (mut buf, mut decoded) = (Vec::new(), None);
+        for k in order {
+            let (gi, j, off, v) = at[k];
             let (pg, pno) = (fetched.page(k), pages[k]);
-            let h = page::open_kind_trusted(pno, pg, Kind::Extent)?;
-            base.check_epoch(pno, h.epoch)?;
             let corrupt = |reason: String| StoreError::Corrupt { page: pno, reason: format!("extent page {j} of vertex {v}: {reason}") };
-            let blk = fmt.block(&pg[HEADER..]).map_err(corrupt)?;
-            if h.key != v || h.aux as usize != j || off >= blk.d || blk.d != h.count as usize {
-                return Err(corrupt("inconsistent header".into()));
+            if decoded != Some(pno) {
+                let h = page::open_kind_trusted(pno, pg, Kind::Extent)?;
+                base.check_epoch(pno, h.epoch)?;
+                let blk = fmt.block(&pg[HEADER..]).map_err(corrupt)?;
+                if h.key != v || h.aux as usize != j || blk.d != h.count as usize {
+                    return Err(corrupt("inconsistent header".into()));
+                }
+                buf.clear();
+                blk.push_ids(&mut buf).map_err(corrupt)?;
+                decoded = Some(pno);
             }
-            ids.push(blk.id_at(off).map_err(corrupt)?);
-            edges.push(gtt.edges_before(gi) + off as u64);
+            ids[k] = *buf.get(off).ok_or_else(|| corrupt(format!("no position {off}")))?;
+            edges[k] = gtt.edges_before(gi) + off as u64;
         }
         let d = self.delta.read().unwrap();
         if d.epoch != base.sb.epoch || !d.is_empty() {
