@@ -229,15 +229,6 @@ impl Block<'_> {
         out.extend(self.cols[at..at + 4 * self.d].chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4"))));
     }
 
-    /// The id at position `i` (< d): decodes the ids before it.
-    pub fn id_at(&self, i: usize) -> Result<u64, String> {
-        let (mut at, mut x) = (0, 0u64);
-        for _ in 0..=i {
-            x = x.wrapping_add(get_varint(self.ids, &mut at).ok_or("list ids run past the block")?);
-        }
-        Ok(x)
-    }
-
     /// Position of neighbor `want`, decoding up to the first id not below it.
     pub fn find(&self, want: u64) -> Result<Option<usize>, String> {
         let (mut at, mut x) = (0, 0u64);
@@ -419,7 +410,6 @@ mod tests {
             prop_assert_eq!(b.push_ids(&mut got).unwrap(), n);
             prop_assert_eq!(&got, &ids);
             let k = ids.len() / 2;
-            prop_assert_eq!(b.id_at(k).unwrap(), ids[k]);
             prop_assert_eq!(b.find(ids[k]).unwrap().map(|j| ids[j]), Some(ids[k]));
             if weights {
                 let mut w = Vec::new();
