@@ -141,8 +141,8 @@ fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], next:
                     .with_min_len(16)
                     .map_init(
                         || (Vec::new(), Vec::new()),
-                        |(ids, rows), k| {
-                            rp.page_lists(k, ids, rows)?;
+                        |(ids, rows), page| {
+                            rp.page_lists(page, ids, rows)?;
                             // One sum over the page's lists back to back, so
                             // the prefetch runs ahead across short lists.
                             let (mut out, mut acc) = (Vec::with_capacity(rows.len()), 0.0);

@@ -175,6 +175,28 @@ impl EdgeFormat {
     }
 }
 
+impl EdgeFormat {
+    /// The block of packed page `page`'s directory entry `e` (header `h`),
+    /// checked to lie between the header and the directory.
+    pub fn packed_block<'a>(&self, page: &'a [u8], h: &Header, e: &DirEntry) -> Result<Block<'a>, String> {
+        let dir_start = page.len().saturating_sub(h.count as usize * DIR_ENTRY);
+        if e.start < HEADER || e.start >= e.end || e.end > dir_start {
+            return Err("bad directory entry".into());
+        }
+        self.block(&page[e.start..e.end])
+    }
+
+    /// The block of an extent page (header `h`), checked against the
+    /// header's edge count.
+    pub fn extent_block<'a>(&self, page: &'a [u8], h: &Header) -> Result<Block<'a>, String> {
+        let blk = self.block(&page[HEADER..])?;
+        if blk.d != h.count as usize {
+            return Err(format!("holds {} edges, its header says {}", blk.d, h.count));
+        }
+        Ok(blk)
+    }
+}
+
 /// One list's block in a page, parsed lazily: the ids are decoded by the
 /// caller's method of choice.
 pub struct Block<'a> {

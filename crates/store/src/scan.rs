@@ -2,9 +2,9 @@
 //! the volume (large merged I/Os, no cache pollution), and the ranges that
 //! cut an adjacency region into chunks of about the same number of pages.
 
-use solidgraph_io::Pages;
-
 use std::sync::Arc;
+
+use solidgraph_io::Pages;
 
 use crate::adjacency::{Block, DIR_ENTRY, packed_entries};
 use crate::cache::PageRef;
@@ -169,15 +169,14 @@ impl RangePages {
             if v < self.lo || v >= self.hi {
                 return Ok(());
             }
-            let blk = fmt.block(&pg[HEADER..]).map_err(|r| corrupt(format!("extent page {} of vertex {v}: {r}", h.aux)))?;
-            if blk.d != h.count as usize {
-                return Err(corrupt(format!("extent page {} of vertex {v} holds {} edges, its header says {}", h.aux, blk.d, h.count)));
-            }
+            let blk = fmt.extent_block(pg, &h).map_err(|r| corrupt(format!("extent page {} of vertex {v}: {r}", h.aux)))?;
             return f(v, &blk, gtt.edges_before(gi));
         }
         let h = page::open_kind_trusted(pno, pg, Kind::Packed)?;
         self.base.check_epoch(pno, h.epoch)?;
-        let dir_start = pg.len().checked_sub(h.count as usize * DIR_ENTRY).filter(|&d| d >= HEADER).ok_or_else(|| corrupt(format!("directory of {} entries", h.count)))?;
+        if (h.count as usize).saturating_mul(DIR_ENTRY) > pg.len() - HEADER {
+            return Err(corrupt(format!("directory of {} entries", h.count)));
+        }
         let mut prev: Option<u64> = None;
         for e in packed_entries(pg, &h) {
             let v = e.vertex;
@@ -187,11 +186,11 @@ impl RangePages {
             if v >= self.hi {
                 break;
             }
-            if prev.is_some_and(|p| p >= v) || e.start < HEADER || e.start >= e.end || e.end > dir_start {
-                return Err(corrupt(format!("bad directory entry for vertex {v}")));
+            if prev.is_some_and(|p| p >= v) {
+                return Err(corrupt(format!("vertex {v} out of order")));
             }
             prev = Some(v);
-            let blk = fmt.block(&pg[e.start..e.end]).map_err(|r| corrupt(format!("vertex {v}: {r}")))?;
+            let blk = fmt.packed_block(pg, &h, &e).map_err(|r| corrupt(format!("vertex {v}: {r}")))?;
             f(v, &blk, gtt.edges_before(gi) + e.before)?;
         }
         Ok(())

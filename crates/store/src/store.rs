@@ -543,12 +543,8 @@ impl Store {
                     let h = page::open_kind_trusted(pno, pg, Kind::Packed)?;
                     base.check_epoch(pno, h.epoch)?;
                     if let Some(e) = find_in_packed(pg, &h, v) {
-                        let dir_start = pg.len() - h.count as usize * crate::adjacency::DIR_ENTRY;
                         let corrupt = |reason: String| StoreError::Corrupt { page: pno, reason: format!("vertex {v}: {reason}") };
-                        if e.start < HEADER || e.start >= e.end || e.end > dir_start {
-                            return Err(corrupt("bad directory entry".into()));
-                        }
-                        let blk = fmt.block(&pg[e.start..e.end]).map_err(corrupt)?;
+                        let blk = fmt.packed_block(pg, &h, &e).map_err(corrupt)?;
                         f(i, &blk, gtt.edges_before(gi) + e.before).map_err(corrupt)?;
                     }
                 }
@@ -556,14 +552,8 @@ impl Store {
                     for j in 0..len {
                         let (pg, pno) = (fetched.page(k), pages[k]);
                         k += 1;
-                        let h = page::open_kind_trusted(pno, pg, Kind::Extent)?;
-                        base.check_epoch(pno, h.epoch)?;
-                        let corrupt = |reason: String| StoreError::Corrupt { page: pno, reason: format!("extent page {j} of vertex {v}: {reason}") };
-                        let blk = fmt.block(&pg[HEADER..]).map_err(corrupt)?;
-                        if h.key != v || h.aux as usize != j || blk.d != h.count as usize {
-                            return Err(corrupt("inconsistent header".into()));
-                        }
-                        f(i, &blk, gtt.edges_before(first + j)).map_err(corrupt)?;
+                        let blk = extent_page(base, pno, pg, v, j)?;
+                        f(i, &blk, gtt.edges_before(first + j)).map_err(|reason| StoreError::Corrupt { page: pno, reason: format!("extent page {j} of vertex {v}: {reason}") })?;
                     }
                 }
             }
@@ -627,7 +617,6 @@ impl Store {
     pub fn neighbors_at(&self, dir: Direction, req: &[(u64, u64, &[usize])]) -> Result<Option<(Vec<u64>, Vec<u64>)>> {
         let base = self.base();
         let gtt = base.gtt(dir)?;
-        let fmt = base.sb.fmt;
         let total = base.sb.num_edges;
         let mut pages = Vec::new();
         let mut at = Vec::new(); // (gtt index, page in extent, offset) per position
@@ -664,12 +653,7 @@ impl Store {
             let (pg, pno) = (fetched.page(k), pages[k]);
             let corrupt = |reason: String| StoreError::Corrupt { page: pno, reason: format!("extent page {j} of vertex {v}: {reason}") };
             if decoded != Some(pno) {
-                let h = page::open_kind_trusted(pno, pg, Kind::Extent)?;
-                base.check_epoch(pno, h.epoch)?;
-                let blk = fmt.block(&pg[HEADER..]).map_err(corrupt)?;
-                if h.key != v || h.aux as usize != j || blk.d != h.count as usize {
-                    return Err(corrupt("inconsistent header".into()));
-                }
+                let blk = extent_page(&base, pno, pg, v, j)?;
                 buf.clear();
                 blk.push_ids(&mut buf).map_err(corrupt)?;
                 decoded = Some(pno);
@@ -922,6 +906,18 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// Page `j` of vertex `v`'s extent, as fetched: its header, epoch and edge
+/// count checked.
+fn extent_page<'p>(base: &Base, pno: u64, pg: &'p [u8], v: u64, j: usize) -> Result<Block<'p>> {
+    let corrupt = |reason: String| StoreError::Corrupt { page: pno, reason: format!("extent page {j} of vertex {v}: {reason}") };
+    let h = page::open_kind_trusted(pno, pg, Kind::Extent)?;
+    base.check_epoch(pno, h.epoch)?;
+    if h.key != v || h.aux as usize != j {
+        return Err(corrupt("inconsistent header".into()));
+    }
+    base.sb.fmt.extent_block(pg, &h).map_err(corrupt)
 }
 
 pub(crate) fn check_columns(sb: &Superblock, weights: bool, labels: bool) -> Result<()> {
