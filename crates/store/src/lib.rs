@@ -9,6 +9,7 @@ mod error;
 pub mod gtt;
 pub mod import;
 mod merge;
+pub mod order;
 pub mod page;
 mod scan;
 mod space;

@@ -34,7 +34,7 @@ pub(crate) fn pages_in_use(base: &Base) -> Vec<u64> {
     }
     // Pages past the import's region exist only in the map.
     used.extend(base.tensor_map.iter().filter(|((ti, k), _)| *k >= sb.tensors[*ti as usize].pages).map(|(_, &p)| p));
-    for t in [sb.tensor_map, sb.tombstones, sb.hot] {
+    for t in [sb.tensor_map, sb.tombstones, sb.hot, sb.order] {
         used.extend(t.start..t.start + t.pages);
     }
     used

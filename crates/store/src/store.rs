@@ -187,6 +187,7 @@ struct Shared {
     /// Tensor rows keyed `tensor << 48 | row` (same SIEVE cache, other
     /// keys). Only in read-only opens: no merge here can change a row.
     rows: Option<PageCache>,
+    order: crate::order::OrderMaps,
 }
 
 pub struct Store {
@@ -291,6 +292,7 @@ impl Store {
                 vol,
                 cache: PageCache::new(opts.cache_bytes as usize),
                 rows,
+                order: Default::default(),
             }),
             delta: RwLock::new(Delta::new(&base, base.sb.directed && base.sb.inn.is_none())),
             base: RwLock::new(Arc::new(base)),
@@ -369,21 +371,30 @@ pub(crate) fn load_table(vol: &Volume, t: &crate::superblock::Table) -> Result<V
 
 /// The first `want` words of a table (all of it when `want` >= its length).
 fn load_table_prefix(vol: &Volume, t: &crate::superblock::Table, want: u64) -> Result<Vec<u64>> {
-    let want = want.min(t.words);
-    let mut words = Vec::with_capacity(want as usize);
+    load_table_range(vol, t, 0, want)
+}
+
+/// Up to `want` words of a table from word `from`.
+pub(crate) fn load_table_range(vol: &Volume, t: &crate::superblock::Table, from: u64, want: u64) -> Result<Vec<u64>> {
+    let end = from.saturating_add(want).min(t.words);
     let per = ((vol.page_size() - page::HEADER) / 8) as u64;
-    let pages: Vec<u64> = (t.start..t.start + want.div_ceil(per).min(t.pages)).collect();
+    let first = from / per;
+    let pages: Vec<u64> = (t.start + first..t.start + end.div_ceil(per).min(t.pages)).collect();
+    let mut words = Vec::with_capacity(pages.len() * per as usize);
     for (c, chunk) in pages.chunks(1024).enumerate() {
         let got = vol.read(chunk)?;
         for (i, &p) in chunk.iter().enumerate() {
-            page::decode_table(p, got.page(i), (c * 1024 + i) as u64, &mut words)?;
+            page::decode_table(p, got.page(i), first + (c * 1024 + i) as u64, &mut words)?;
         }
     }
-    // Every page but a table's last is full, and the pages read hold `want`.
-    if (words.len() as u64) < want || words.len() as u64 != t.words.min(pages.len() as u64 * per) {
-        return Err(StoreError::Corrupt { page: t.start, reason: format!("table holds {} words, superblock says {}", words.len(), t.words) });
+    // Every page but a table's last is full, and the pages read hold the range.
+    let held = first * per + words.len() as u64;
+    if held < end || held != t.words.min((first + pages.len() as u64) * per) {
+        return Err(StoreError::Corrupt { page: t.start, reason: format!("table holds {held} words, superblock says {}", t.words) });
     }
-    words.truncate(want as usize);
+    let skip = (from.min(end) - first * per) as usize;
+    words.truncate(skip + (end - from.min(end)) as usize);
+    words.drain(..skip);
     Ok(words)
 }
 
@@ -445,6 +456,44 @@ impl Store {
     pub fn page_size(&self) -> usize {
         self.shared.vol.page_size()
     }
+    /// Whether the import renumbered vertices (`order.rs`); callers that
+    /// face users translate ids with `to_internal` / `to_external` /
+    /// `by_external` either way.
+    pub fn reordered(&self) -> bool {
+        self.base().sb.order.words > 0
+    }
+
+    fn order_map(&self, to_internal: bool) -> Result<Option<Arc<Vec<u32>>>> {
+        let sb = &self.base().sb;
+        self.shared.order.get(&self.shared.vol, &sb.order, sb.num_nodes, to_internal)
+    }
+
+    /// User ids to the store's, in place (ids past the import's vertices,
+    /// and negative ones, pass unchanged).
+    pub fn to_internal<T: Copy + TryInto<usize> + From<u32>>(&self, ids: &mut [T]) -> Result<()> {
+        if let Some(m) = self.order_map(true)? {
+            crate::order::map_ids(&m, ids);
+        }
+        Ok(())
+    }
+
+    /// The store's ids to the user's, in place (sentinels pass unchanged).
+    pub fn to_external<T: Copy + TryInto<usize> + From<u32>>(&self, ids: &mut [T]) -> Result<()> {
+        if let Some(m) = self.order_map(false)? {
+            crate::order::map_ids(&m, ids);
+        }
+        Ok(())
+    }
+
+    /// A per-vertex array indexed by the store's ids, reindexed by the
+    /// user's. Values are not translated (see `to_external` for ids).
+    pub fn by_external<T: Copy>(&self, vals: Vec<T>) -> Result<Vec<T>> {
+        Ok(match self.order_map(false)? {
+            Some(m) => crate::order::reindex(&m, vals),
+            None => vals,
+        })
+    }
+
     pub fn tensors(&self) -> Vec<TensorMeta> {
         self.base().sb.tensors.clone()
     }

@@ -9,12 +9,13 @@
 //! num_nodes u64 | num_edges u64 | total_pages u64 | checkpoint_lsn u64
 //! out: DirMeta | in: DirMeta            (6 x u64 each)
 //! tensor map: Table | tombstones: Table (3 x u64 each)
-//! hot: Table                            (3 x u64)
+//! hot: Table | order: Table            (3 x u64 each)
 //! tensors u32 | tensors x TensorMeta    (64-byte name, dtype u8 + 7 pad, 5 x u64)
 //! ```
 //!
-//! Version 4 compressed the adjacency blocks (`adjacency.rs`); older stores
-//! are refused with a request to import again.
+//! Version 4 compressed the adjacency blocks (`adjacency.rs`); version 5
+//! added the vertex order (`order.rs`). Older stores are refused with a
+//! request to import again.
 
 use std::path::Path;
 
@@ -24,7 +25,7 @@ use crate::page::{HEADER, Header, Kind, open_kind, seal, u32_at, u64_at};
 use crate::tensor::DType;
 
 pub const MAGIC: &[u8; 8] = b"SOLIDGRF";
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 pub const MAX_TENSORS: usize = 32;
 pub const MAX_TENSOR_NAME: usize = 63;
 const TENSOR_ENTRY: usize = 64 + 8 + 40;
@@ -97,6 +98,9 @@ pub struct Superblock {
     /// The vertices of highest out-degree at import, highest first (ties by
     /// id), at most `import::HOT_MAX` of them: the rows a row cache admits.
     pub hot: Table,
+    /// The vertex order chosen at import (`order.rs`): empty when vertices
+    /// keep their input ids.
+    pub order: Table,
     pub tensors: Vec<TensorMeta>,
 }
 
@@ -134,7 +138,7 @@ impl Superblock {
         }
         put_dir(&mut b, &self.out);
         put_dir(&mut b, &self.inn.unwrap_or_default());
-        for t in [self.tensor_map, self.tombstones, self.hot] {
+        for t in [self.tensor_map, self.tombstones, self.hot, self.order] {
             for x in [t.start, t.pages, t.words] {
                 b.extend_from_slice(&x.to_le_bytes());
             }
@@ -158,7 +162,7 @@ impl Superblock {
 
     /// Bytes a superblock with `tensors` tensors needs; must fit a page.
     pub fn body_bytes(tensors: usize) -> usize {
-        HEADER + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 32 + 96 + 72 + 4 + tensors * TENSOR_ENTRY
+        HEADER + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 32 + 96 + 96 + 4 + tensors * TENSOR_ENTRY
     }
 
     /// Decodes copy `which`; `path` names the store in errors.
@@ -190,8 +194,8 @@ impl Superblock {
         let inn = get_dir(b, at + 48);
         at += 96;
         let table = |at: usize| Table { start: u64_at(b, at), pages: u64_at(b, at + 8), words: u64_at(b, at + 16) };
-        let (tensor_map, tombstones, hot) = (table(at), table(at + 24), table(at + 48));
-        at += 72;
+        let (tensor_map, tombstones, hot, order) = (table(at), table(at + 24), table(at + 48), table(at + 72));
+        at += 96;
         let nt = u32_at(b, at) as usize;
         at += 4;
         let corrupt = |reason: String| StoreError::Corrupt { page: which, reason };
@@ -226,6 +230,7 @@ impl Superblock {
             tensor_map,
             tombstones,
             hot,
+            order,
             tensors,
         })
     }

@@ -79,6 +79,14 @@ impl Store {
             return Err(corrupt(sb.hot.start, format!("hot table names vertex {} twice", w[0])));
         }
         rep.pages += sb.hot.pages;
+        // Both maps of the vertex order, checked against each other.
+        let fresh = crate::order::OrderMaps::default();
+        if let (Some(ti), Some(te)) = (fresh.get(self.volume(), &sb.order, sb.num_nodes, true)?, fresh.get(self.volume(), &sb.order, sb.num_nodes, false)?) {
+            if let Some(e) = (0..ti.len()).find(|&e| te[ti[e] as usize] as usize != e) {
+                return Err(corrupt(sb.order.start, format!("vertex order is not a permutation at vertex {e}")));
+            }
+        }
+        rep.pages += sb.order.pages;
         let mut named = crate::space::pages_in_use(&base);
         named.sort_unstable();
         if let Some(w) = named.windows(2).find(|w| w[0] == w[1]) {

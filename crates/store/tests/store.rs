@@ -59,9 +59,12 @@ fn mem_input(g: &Graph, o: &ImportOptions) -> EdgeInput {
 
 fn quiet(_: &str, _: u64, _: u64) {}
 
-fn check_store(path: &Path, g: &Graph, o: &ImportOptions, num_nodes: u64) {
+/// Checks every list (and row `x` when given) by the user's ids; a store
+/// renumbered at import must answer exactly as one that kept input ids.
+fn check_store(path: &Path, g: &Graph, o: &ImportOptions, num_nodes: u64, x: Option<&[u8]>) {
     let s = Store::open(path, &OpenOptions { cache_bytes: 1 << 20, ..Default::default() }).unwrap();
     assert_eq!(s.num_nodes(), num_nodes);
+    assert_eq!(s.reordered(), o.order == order::VertexOrder::Degree);
     let dirs: Vec<(Direction, bool)> = if o.undirected {
         vec![(Direction::Out, false), (Direction::In, false)]
     } else if o.in_edges {
@@ -69,38 +72,58 @@ fn check_store(path: &Path, g: &Graph, o: &ImportOptions, num_nodes: u64) {
     } else {
         vec![(Direction::Out, false)]
     };
+    // All vertices in one batch, and again shuffled with repeats.
+    let mut ids: Vec<u64> = (0..num_nodes).collect();
+    ids.extend((0..num_nodes).rev().step_by(3));
+    let mut iids = ids.clone();
+    s.to_internal(&mut iids).unwrap();
+    let mut back = iids.clone();
+    s.to_external(&mut back).unwrap();
+    assert_eq!(back, ids);
     for (dir, rev) in dirs {
         let want = reference(g, o, num_nodes, rev);
-        // All vertices in one batch, and again shuffled with repeats.
-        let mut ids: Vec<u64> = (0..num_nodes).collect();
-        ids.extend((0..num_nodes).rev().step_by(3));
-        let csr = s.neighbors(&ids, dir, o.weights, o.labels).unwrap();
-        let deg = s.degree(&ids, dir).unwrap();
-        // Edge ids are positions in the direction's CSR order.
+        let csr = s.neighbors(&iids, dir, o.weights, o.labels).unwrap();
+        let deg = s.degree(&iids, dir).unwrap();
+        // Edge ids are positions in the direction's CSR order (by the
+        // store's ids).
+        let mut by_internal: Vec<usize> = (0..num_nodes as usize).collect();
+        by_internal.sort_by_key(|&p| iids[p]);
         let mut before = 0u64;
-        for v in 0..num_nodes as usize {
-            if deg[v] > 0 {
-                assert_eq!(csr.first_edge[v], before, "{dir:?} first edge id of {v}");
+        for p in by_internal {
+            if deg[p] > 0 {
+                assert_eq!(csr.first_edge[p], before, "{dir:?} first edge id of {}", ids[p]);
             }
-            before += deg[v];
+            before += deg[p];
         }
+        let mut indices = csr.indices.clone();
+        s.to_external(&mut indices).unwrap();
         for (i, &v) in ids.iter().enumerate() {
             let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
             let empty = Vec::new();
             let exp = want.get(&v).unwrap_or(&empty);
-            let got: Vec<u64> = csr.indices[a..b].to_vec();
-            let exp_ids: Vec<u64> = exp.iter().map(|x| x.0).collect();
-            assert_eq!(got, exp_ids, "{dir:?} neighbors of {v}");
-            assert_eq!(deg[i], exp.len() as u64);
-            if let Some(w) = &csr.weights {
-                let ew: Vec<u32> = exp.iter().map(|x| x.1).collect();
-                assert_eq!(w[a..b].iter().map(|x| x.to_bits()).collect::<Vec<_>>(), ew);
-            }
-            if let Some(l) = &csr.labels {
-                assert_eq!(l[a..b].to_vec(), exp.iter().map(|x| x.2).collect::<Vec<_>>());
+            assert_eq!(deg[i], exp.len() as u64, "{dir:?} degree of {v} (internal {})", iids[i]);
+            // Lists are sorted by the store's ids; compare as multisets.
+            let mut got: Vec<(u64, u32, u32)> = (a..b)
+                .map(|k| (indices[k], csr.weights.as_ref().map_or(0, |w| w[k].to_bits()), csr.labels.as_ref().map_or(0, |l| l[k])))
+                .collect();
+            got.sort_unstable();
+            let mut exp: Vec<(u64, u32, u32)> = exp.iter().map(|x| (x.0, if o.weights { x.1 } else { 0 }, if o.labels { x.2 } else { 0 })).collect();
+            exp.sort_unstable();
+            assert_eq!(got, exp, "{dir:?} neighbors of {v}");
+            if !s.reordered() {
+                let ids_only: Vec<u64> = want.get(&v).unwrap_or(&empty).iter().map(|x| x.0).collect();
+                assert_eq!(indices[a..b].to_vec(), ids_only, "{dir:?} order of {v}'s list");
             }
         }
     }
+    if let Some(x) = x {
+        let rows = s.tensor("x", &iids).unwrap();
+        for (i, &v) in ids.iter().enumerate() {
+            assert_eq!(rows.data[i * 8..(i + 1) * 8], x[v as usize * 8..(v as usize + 1) * 8], "row of {v}");
+        }
+    }
+    let internal_self: Vec<u64> = (0..num_nodes).collect();
+    assert_eq!(s.by_external(internal_self).unwrap(), iids[..num_nodes as usize].to_vec(), "by_external puts internal i at its external id");
     let rep = s.verify(&mut |_, _| {}).unwrap();
     assert_eq!(rep.edges, s.num_edges());
 }
@@ -137,6 +160,7 @@ proptest! {
         labels in any::<bool>(),
         ps_shift in 0u32..5,
         fill in 0.5f64..1.0,
+        by_degree in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("g");
@@ -146,10 +170,14 @@ proptest! {
             page_size: 4096 << ps_shift,
             fill_factor: fill,
             num_nodes: Some(n),
+            order: if by_degree { order::VertexOrder::Degree } else { order::VertexOrder::Input },
             ..Default::default()
         };
-        import(&out, &[mem_input(&g, &o)], &[], &o, &quiet).unwrap();
-        check_store(&out, &g, &o, n);
+        // Row v holds v twice (u32), so a row in the wrong place shows.
+        let x: Vec<u8> = (0..n as u32).flat_map(|v| [v.to_le_bytes(), v.to_le_bytes()]).flatten().collect();
+        let t = TensorInput { name: "x".into(), data: TensorData::Memory { dtype: tensor::DType::U8, rows: n, dim: 8, bytes: x.clone() } };
+        import(&out, &[mem_input(&g, &o)], &[t], &o, &quiet).unwrap();
+        check_store(&out, &g, &o, n, Some(&x));
     }
 }
 

@@ -1,10 +1,11 @@
 //! External-memory import: edges from files larger than memory become a store.
 //!
 //! 1. Check every input's header (tensor shapes, .npy sizes) before writing.
-//! 2. Stream edges into one sorter per direction (undirected: both ways into
+//! 2. With a degree order (`order.rs`), read the edges once to count
+//!    degrees and renumber. Stream edges into one sorter per direction (undirected: both ways into
 //!    the out sorter), spilling sorted runs within the memory budget.
 //! 3. Start writing the tensors on a second thread (their region comes first,
-//!    its size known from the headers) while the main thread merges the runs
+//!    its size known from the headers; rows gathered in the new order) while the main thread merges the runs
 //!    and lays out out-edge pages, then in-edge pages, then the GTTs.
 //! 4. Seal both superblocks, fsync, rename the build directory into place.
 //!
@@ -28,6 +29,7 @@ use self::source::EdgeInput;
 use crate::adjacency::EdgeFormat;
 use crate::error::{Result, StoreError, file_err};
 use crate::gtt::Gtt;
+use crate::order::{Permutation, VertexOrder};
 use crate::page;
 use crate::store::member_path;
 use crate::superblock::{DirMeta, MAX_TENSOR_NAME, MAX_TENSORS, Superblock, Table, TensorMeta};
@@ -60,6 +62,8 @@ pub struct ImportOptions {
     pub memory_budget: u64,
     /// Declared vertex count; ids must be below it.
     pub num_nodes: Option<u64>,
+    /// How vertices are numbered inside the store (`order.rs`).
+    pub order: VertexOrder,
     pub members: usize,
     pub stripe_pages: u64,
     pub backend: BackendChoice,
@@ -78,6 +82,7 @@ impl Default for ImportOptions {
             fill_factor: 0.9,
             memory_budget: 1 << 30,
             num_nodes: None,
+            order: VertexOrder::Input,
             members: 1,
             stripe_pages: 256,
             backend: BackendChoice::Auto,
@@ -201,6 +206,10 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
             return Err(StoreError::Invalid(format!("tensor {:?} given twice", p.meta.name)));
         }
     }
+    let perm = match o.order {
+        VertexOrder::Input => None,
+        VertexOrder::Degree => Some(degree_order(edges, o, &plans, progress)?),
+    };
     let mut readers = edges.iter().map(|e| source::open(e, o.weights, o.labels)).collect::<Result<Vec<_>>>()?;
 
     let tmp = out.with_file_name(format!("{}.partial-{}", out.file_name().map_or("store".into(), |n| n.to_string_lossy()), std::process::id()));
@@ -228,14 +237,24 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
             if o.weights && !e.weight.is_finite() {
                 return Err(r.error(format!("weight {} is not finite", e.weight)));
             }
-            max_id = Some(max_id.unwrap_or(0).max(e.src).max(e.dst));
-            let rec = Rec { src: e.src, dst: e.dst, wbits: if o.weights { e.weight.to_bits() } else { 0 }, label: if o.labels { e.label } else { 0 } };
+            let (src, dst) = match &perm {
+                Some(p) => {
+                    let at = |v: u64| p.to_internal.get(v as usize).map(|&i| i as u64);
+                    match (at(e.src), at(e.dst)) {
+                        (Some(s), Some(d)) => (s, d),
+                        _ => return Err(r.error("input changed while importing (not seen when counting degrees)".into())),
+                    }
+                }
+                None => (e.src, e.dst),
+            };
+            max_id = Some(max_id.unwrap_or(0).max(src).max(dst));
+            let rec = Rec { src, dst, wbits: if o.weights { e.weight.to_bits() } else { 0 }, label: if o.labels { e.label } else { 0 } };
             out_sort.push(rec)?;
-            if o.undirected && e.src != e.dst {
-                out_sort.push(Rec { src: e.dst, dst: e.src, ..rec })?;
+            if o.undirected && src != dst {
+                out_sort.push(Rec { src: dst, dst: src, ..rec })?;
             }
             if let Some(s) = in_sort.as_mut() {
-                s.push(Rec { src: e.dst, dst: e.src, ..rec })?;
+                s.push(Rec { src: dst, dst: src, ..rec })?;
             }
             n += 1;
             if n % (1 << 20) == 0 {
@@ -255,9 +274,10 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
             .collect();
         return Err(StoreError::Invalid(format!("empty input: no edges in {}", names.join(", "))));
     }
-    let num_nodes = match o.num_nodes {
-        Some(n) => n,
-        None => {
+    let num_nodes = match (o.num_nodes, &perm) {
+        (_, Some(p)) => p.to_internal.len() as u64,
+        (Some(n), None) => n,
+        (None, None) => {
             let from_edges = max_id.map_or(0, |m| m + 1);
             plans.iter().map(|p| p.meta.rows).fold(from_edges, u64::max)
         }
@@ -294,10 +314,10 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     let presence = num_nodes <= 32 * out_sort.count.max(1);
     let hot = (num_nodes.div_ceil(4) as usize).min(HOT_MAX).min(o.memory_budget as usize / 64);
     let lo = LayoutOptions { fmt, fill: o.fill_factor, dedup: o.dedup, self_loops: o.self_loops, num_nodes, epoch: EPOCH, presence, hot };
-    let (out_meta, in_meta, hot, total_pages, num_edges) = std::thread::scope(|scope| -> Result<_> {
+    let (out_meta, in_meta, hot, order, total_pages, num_edges) = std::thread::scope(|scope| -> Result<_> {
         let writer = scope.spawn(|| -> Result<()> {
             for (i, p) in plans.iter().enumerate() {
-                write_one_tensor(&vol, i as u32, p, progress)?;
+                write_one_tensor(&vol, i as u32, p, perm.as_ref().map(|p| &p.to_external[..]), progress)?;
             }
             Ok(())
         });
@@ -318,7 +338,12 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
                 next = n;
             }
             let hot = write_table(&vol, &out_laid.hot, next)?;
-            Ok((out_meta, in_meta, hot, next + hot.pages, out_laid.edges))
+            next += hot.pages;
+            let order = match &perm {
+                Some(p) => write_table(&vol, &p.words(), next)?,
+                None => Table { start: next, pages: 0, words: 0 },
+            };
+            Ok((out_meta, in_meta, hot, order, next + order.pages, out_laid.edges))
         })();
         let wrote = writer.join().map_err(|_| StoreError::Invalid("tensor writer thread panicked".into()))?;
         let laid = laid?;
@@ -343,6 +368,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         tensor_map: Default::default(),
         tombstones: Default::default(),
         hot,
+        order,
         tensors: plans.iter().map(|p| p.meta.clone()).collect(),
     };
     vol.sync(true)?;
@@ -372,6 +398,46 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         runs,
         seconds: t0.elapsed().as_secs_f64(),
     })
+}
+
+/// The degree order of the input's vertices: one pass over the edges
+/// counting each endpoint (4 bytes per vertex), with the same vertex count
+/// rules as the import itself.
+fn degree_order(edges: &[EdgeInput], o: &ImportOptions, plans: &[TensorPlan], progress: Progress) -> Result<Permutation> {
+    let limit = o.num_nodes.unwrap_or(u32::MAX as u64).min(u32::MAX as u64);
+    let mut degree: Vec<u32> = Vec::new();
+    for e in edges {
+        let mut r = source::open(e, false, false)?;
+        let mut n = 0u64;
+        while let Some(e) = r.next_edge()? {
+            for v in [e.src, e.dst] {
+                if v >= limit {
+                    return Err(r.error(match o.num_nodes {
+                        Some(nn) if nn <= u32::MAX as u64 => format!("vertex id {v} is not below the declared node count {nn}"),
+                        _ => format!("vertex id {v}: a degree order needs ids below 2^32 - 1"),
+                    }));
+                }
+                let v = v as usize;
+                if v >= degree.len() {
+                    degree.resize((v + 1).max(degree.len() * 5 / 4), 0);
+                }
+                degree[v] = degree[v].saturating_add(1);
+            }
+            n += 1;
+            if n % (1 << 20) == 0 {
+                let (d, t) = r.progress();
+                progress("counting degrees", d, t);
+            }
+        }
+    }
+    let seen = degree.iter().rposition(|&d| d > 0).map_or(0, |v| v + 1) as u64;
+    let n = o.num_nodes.unwrap_or_else(|| plans.iter().map(|p| p.meta.rows).fold(seen, u64::max));
+    if n > u32::MAX as u64 {
+        return Err(StoreError::Invalid(format!("{n} vertices: a degree order supports at most 2^32 - 1")));
+    }
+    degree.resize(n as usize, 0);
+    degree.shrink_to_fit();
+    Ok(Permutation::by_degree(&degree))
 }
 
 /// Cuts each member to the whole stripe rows that hold `total_pages`.
@@ -419,10 +485,69 @@ fn write_gtt(vol: &Volume, gtt: &Gtt, num_nodes: u64, at: u64, adj_start: u64) -
     Ok((DirMeta { gtt_start: at, gtt_pages: n, gtt_entries: gtt.len() as u64, adj_start, adj_pages: at - adj_start, bitmap_pages: nb }, next))
 }
 
-fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, progress: Progress) -> Result<()> {
+/// Rows from `file` (or `bytes`) in the order `rows` names, a batch at a
+/// time (read in parallel: the input is read at random).
+struct Gather<'a> {
+    rows: &'a [u32],
+    row_bytes: usize,
+    next: usize,
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl Gather<'_> {
+    fn fill(&mut self, out: &mut [u8], read_row: impl Fn(u64, &mut [u8]) -> Result<()> + Sync) -> Result<usize> {
+        use rayon::prelude::*;
+        if self.at == self.buf.len() {
+            let batch = ((4 << 20) / self.row_bytes).max(1).min(self.rows.len() - self.next);
+            if batch == 0 {
+                return Ok(0);
+            }
+            self.buf.resize(batch * self.row_bytes, 0);
+            let ids = &self.rows[self.next..self.next + batch];
+            let rb = self.row_bytes;
+            self.buf.par_chunks_mut(rb).zip(ids.par_iter()).try_for_each(|(b, &r)| read_row(r as u64, b))?;
+            self.next += batch;
+            self.at = 0;
+        }
+        let n = out.len().min(self.buf.len() - self.at);
+        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, order: Option<&[u32]>, progress: Progress) -> Result<()> {
     let total = p.meta.rows * p.meta.row_bytes();
     let mut done = 0u64;
     let name = format!("tensor {}", p.meta.name);
+    if let Some(rows) = order {
+        let rb = p.meta.row_bytes() as usize;
+        let mut g = Gather { rows, row_bytes: rb, next: 0, buf: Vec::new(), at: 0 };
+        match p.data {
+            TensorData::Memory { bytes, .. } => {
+                write_tensor(vol, p.meta.start_page, index, EPOCH, |buf| {
+                    g.fill(buf, |r, out| {
+                        out.copy_from_slice(&bytes[r as usize * rb..(r as usize + 1) * rb]);
+                        Ok(())
+                    })
+                })?;
+            }
+            TensorData::Npy(path) => {
+                use std::os::unix::fs::FileExt;
+                let f = std::fs::File::open(path).map_err(file_err(path))?;
+                write_tensor(vol, p.meta.start_page, index, EPOCH, |buf| {
+                    let n = g.fill(buf, |r, out| f.read_exact_at(out, p.offset + r * rb as u64).map_err(file_err(path)))?;
+                    done += n as u64;
+                    if done % (64 << 20) < n as u64 {
+                        progress(&name, done, total);
+                    }
+                    Ok(n)
+                })?;
+            }
+        }
+        return Ok(());
+    }
     match p.data {
         TensorData::Memory { bytes, .. } => {
             write_tensor(vol, p.meta.start_page, index, EPOCH, |buf| {

@@ -1,0 +1,162 @@
+//! Vertex order: the ids a store uses inside against the ids its user gave.
+//!
+//! An import may renumber vertices by degree, highest first
+//! (`ImportOptions::order`). Most edges point at hubs, so hubs with small
+//! ids make the gaps between sorted neighbor ids small (fewer varint bytes
+//! to read), pack the hubs' lists and feature rows together, and put the
+//! per-vertex state that algorithms read at random (ranks, labels) for most
+//! edges into a few MiB that stay in the CPU caches.
+//!
+//! Everything below the user-facing API (pages, GTT, delta, WAL, engine)
+//! speaks internal ids. The Python and CLI layers translate at their edge
+//! with the batch calls here. Vertices added after import (ids at or past
+//! the table's length) keep their ids, as do sentinels like `u64::MAX`.
+//!
+//! On disk: one Table. Word 0 is the vertex count n at import; then
+//! `ceil(n / 2)` words map external to internal ids and as many map internal
+//! to external ids, two u32 per word (low half first). An empty table means
+//! ids are kept as given.
+
+use std::cmp::Reverse;
+use std::sync::{Arc, Mutex};
+
+use rayon::slice::ParallelSliceMut;
+use solidgraph_io::Volume;
+
+use crate::error::{Result, StoreError};
+use crate::superblock::Table;
+
+/// How an import numbers vertices inside the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VertexOrder {
+    /// Keep the input's ids.
+    #[default]
+    Input,
+    /// Highest degree (out + in) first, ties by input id.
+    Degree,
+}
+
+impl VertexOrder {
+    pub fn parse(s: &str) -> Option<VertexOrder> {
+        match s {
+            "input" => Some(VertexOrder::Input),
+            "degree" => Some(VertexOrder::Degree),
+            _ => None,
+        }
+    }
+}
+
+/// Both directions of a renumbering of `0..n`.
+pub struct Permutation {
+    pub to_internal: Vec<u32>,
+    pub to_external: Vec<u32>,
+}
+
+impl Permutation {
+    /// Highest `degree` first, ties by id.
+    pub fn by_degree(degree: &[u32]) -> Permutation {
+        let mut to_external: Vec<u32> = (0..degree.len() as u32).collect();
+        to_external.par_sort_unstable_by_key(|&v| (Reverse(degree[v as usize]), v));
+        let mut to_internal = vec![0u32; degree.len()];
+        for (i, &v) in to_external.iter().enumerate() {
+            to_internal[v as usize] = i as u32;
+        }
+        Permutation { to_internal, to_external }
+    }
+
+    /// The table words (see the module doc).
+    pub fn words(&self) -> Vec<u64> {
+        let pack = |m: &[u32]| m.chunks(2).map(|c| c[0] as u64 | (c.get(1).copied().unwrap_or(0) as u64) << 32).collect::<Vec<_>>();
+        let mut w = vec![self.to_internal.len() as u64];
+        w.extend(pack(&self.to_internal));
+        w.extend(pack(&self.to_external));
+        w
+    }
+}
+
+/// The two maps, each read from the store the first time it is needed
+/// (64 MiB each at 2^24 vertices; analytics only ever need one).
+#[derive(Default)]
+pub(crate) struct OrderMaps {
+    to_internal: Mutex<Option<Arc<Vec<u32>>>>,
+    to_external: Mutex<Option<Arc<Vec<u32>>>>,
+}
+
+impl OrderMaps {
+    /// The map from external ids (`internal == false`: to external ids),
+    /// None when the store keeps input ids.
+    pub(crate) fn get(&self, vol: &Volume, t: &Table, num_nodes: u64, to_internal: bool) -> Result<Option<Arc<Vec<u32>>>> {
+        if t.words == 0 {
+            return Ok(None);
+        }
+        let slot = if to_internal { &self.to_internal } else { &self.to_external };
+        let mut g = slot.lock().unwrap();
+        if let Some(m) = g.as_ref() {
+            return Ok(Some(m.clone()));
+        }
+        let corrupt = |reason: String| StoreError::Corrupt { page: t.start, reason };
+        let n = crate::store::load_table_range(vol, t, 0, 1)?[0];
+        let half = n.div_ceil(2);
+        if t.words != 1 + 2 * half || n > num_nodes {
+            return Err(corrupt(format!("vertex order of {n} vertices in {} words, store has {num_nodes} vertices", t.words)));
+        }
+        let words = crate::store::load_table_range(vol, t, if to_internal { 1 } else { 1 + half }, half)?;
+        let mut m: Vec<u32> = words.iter().flat_map(|&w| [w as u32, (w >> 32) as u32]).collect();
+        m.truncate(n as usize);
+        if let Some(&bad) = m.iter().find(|&&v| v as u64 >= n) {
+            return Err(corrupt(format!("vertex order maps to {bad}, past its {n} vertices")));
+        }
+        let m = Arc::new(m);
+        *g = Some(m.clone());
+        Ok(Some(m))
+    }
+}
+
+/// Maps every id `map` covers, in place; others pass unchanged.
+pub(crate) fn map_ids<T: Copy + TryInto<usize> + From<u32>>(map: &[u32], ids: &mut [T]) {
+    for x in ids {
+        if let Ok(i) = (*x).try_into() {
+            if let Some(&m) = map.get(i) {
+                *x = T::from(m);
+            }
+        }
+    }
+}
+
+/// `vals` indexed by internal id, reindexed by external id (`to_external`).
+pub(crate) fn reindex<T: Copy>(to_external: &[u32], mut vals: Vec<T>) -> Vec<T> {
+    let n = to_external.len().min(vals.len());
+    let head: Vec<T> = vals[..n].to_vec();
+    for (i, v) in head.into_iter().enumerate() {
+        vals[to_external[i] as usize] = v;
+    }
+    vals
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn by_degree_is_a_permutation_hubs_first() {
+        let deg = [1u32, 5, 0, 5, 2];
+        let p = Permutation::by_degree(&deg);
+        assert_eq!(p.to_external, vec![1, 3, 4, 0, 2]);
+        for (e, &i) in p.to_internal.iter().enumerate() {
+            assert_eq!(p.to_external[i as usize] as usize, e);
+        }
+        let mut ids = vec![0u64, 1, 4, 7, u64::MAX];
+        map_ids(&p.to_internal, &mut ids);
+        assert_eq!(ids, vec![3, 0, 2, 7, u64::MAX]);
+        let mut neg = vec![-1i64, 2];
+        map_ids(&p.to_external, &mut neg);
+        assert_eq!(neg, vec![-1, 4]);
+        // Internal vertex i holds value i: external vertex e must get to_internal[e].
+        let vals: Vec<u32> = (0..6).collect();
+        let by_ext = reindex(&p.to_external, vals);
+        assert_eq!(by_ext, vec![3, 0, 4, 1, 2, 5]);
+        let w = p.words();
+        assert_eq!(w.len(), 7);
+        assert_eq!(w[..2], [5, 3]);
+    }
+}
