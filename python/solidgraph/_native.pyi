@@ -103,6 +103,7 @@ def import_graph(
     labels: bool = False,
     in_edges: bool = False,
     num_nodes: int | None = None,
+    order: Literal["input", "degree"] = "input",
     page_size: int = 4096,
     fill_factor: float = 0.9,
     memory_budget: int = 1 << 30,
@@ -120,8 +121,13 @@ def import_graph(
     gives every vertex one edge to itself, `dedup` drops repeated edges,
     `in_edges` also stores in-edges of a directed graph. `num_nodes` defaults
     to the largest id + 1 (or the tensors' row count); tensors must have one
-    row per vertex. `progress=True` writes steps to sys.stderr; a callable
-    gets (phase, done, total). A failed import leaves nothing behind.
+    row per vertex. `order="degree"` renumbers vertices inside the store,
+    highest degree first: fewer bytes per edge and hot vertex state in the
+    CPU caches (faster analytics and sampling), at one more pass over the
+    edges and 8 bytes per vertex of map. Every id in and out of the API
+    stays yours; neighbor lists come sorted by the store's ids. `progress=True`
+    writes steps to sys.stderr; a callable gets (phase, done, total). A
+    failed import leaves nothing behind.
     """
 
 def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False, delta_budget: int = 256 << 20, row_cache_bytes: int = 0, row_admission: Literal["all", "hot"] = "all") -> Graph:

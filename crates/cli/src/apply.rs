@@ -81,6 +81,12 @@ fn flush(s: &Store, kind: Kind, batch: &mut Batch, file: &str) -> CliResult<u64>
         return Ok(0);
     }
     let at = |e: solidgraph_store::StoreError| format!("{file}: batch starting at line {}: {e}", batch.first_line);
+    // Ids in the file are the user's; a store imported with a degree order
+    // numbers vertices its own way.
+    if kind != Kind::AddVertex {
+        s.to_internal(&mut batch.a).map_err(at)?;
+        s.to_internal(&mut batch.b).map_err(at)?;
+    }
     match kind {
         Kind::AddEdge => s.add_edges(&batch.a, &batch.b, batch.has_w.then_some(&batch.w[..]), None, false).map_err(at)?,
         Kind::DelEdge => s.delete_edges(&batch.a, &batch.b, false).map_err(at)?,

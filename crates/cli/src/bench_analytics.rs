@@ -23,6 +23,7 @@ use solidgraph_store::{OpenOptions, Store};
 use super::common::*;
 use super::kron::Kronecker;
 use crate::util::{CliResult, parse_size};
+use solidgraph_store::order::VertexOrder;
 
 /// Smallest page cache SolidGraph gets when state eats the budget.
 const MIN_CACHE: u64 = 32 << 20;
@@ -42,6 +43,10 @@ pub struct AnalyticsArgs {
     /// Rebuild the edge file, store and CSR files even when present.
     #[arg(long)]
     fresh: bool,
+    /// The store's vertex order (`import --order`); the CSR baselines keep
+    /// the generator's ids either way.
+    #[arg(long, default_value = "degree", value_parser = crate::graph::parse_order)]
+    order: VertexOrder,
     /// Algorithms, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "bfs,wcc,pagerank,kcore")]
     algos: Vec<Algo>,
@@ -104,9 +109,11 @@ impl Algo {
     /// u64; PageRank two f64 arrays + the engine's u32 out-degrees (it pulls
     /// after the first iteration); k-core value and support u32 + three
     /// bitsets (the engine's; the peeling baseline holds three u32 arrays,
-    /// 12 B, and gets the same limit).
-    fn state_per_vertex(self) -> u64 {
-        match self {
+    /// 12 B, and gets the same limit). A renumbered store adds its map back
+    /// to the user's ids, 4 B, loaded to reindex the result.
+    fn state_per_vertex(self, order: VertexOrder) -> u64 {
+        let map = if order == VertexOrder::Degree { 4 } else { 0 };
+        map + match self {
             Algo::Bfs => 12,
             Algo::Wcc => 8,
             Algo::Pagerank => 20,
@@ -202,7 +209,7 @@ pub fn run(a: AnalyticsArgs) -> CliResult {
     let progress = Progress { hidden: a.json };
     let source = Source::Generated(Kronecker::new(a.scale, a.edge_factor, a.seed).map_err(BenchError::Invalid)?);
     let dir = a.dir.clone().unwrap_or_else(|| bench_root().join(format!("analytics-s{}", a.scale)));
-    let spec = GraphSpec { source, dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone() };
+    let spec = GraphSpec { source, dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone(), order: a.order };
     let g = prepare_graph(&spec, &progress, &|_| Ok(Vec::new()))?;
     if g.meta.id_bytes != 4 {
         return Err(BenchError::Invalid("the mmap baselines read u32 column indices (at most 2^32 vertices)".into()).into());
@@ -233,7 +240,7 @@ pub fn run(a: AnalyticsArgs) -> CliResult {
     let mut failures: Vec<String> = Vec::new();
     for round in 0..a.rounds {
         for &algo in &a.algos {
-            let state = algo.state_per_vertex() * n;
+            let state = algo.state_per_vertex(a.order) * n;
             let limit = budget.max(state + PROCESS_OVERHEAD + MIN_CACHE);
             let cache = limit - state - PROCESS_OVERHEAD;
             for k in 0..contenders.len() {
@@ -442,7 +449,7 @@ impl Report<'_> {
                 }));
             }
             let (vs_a, a_met, vs_b, b_met) = self.verdicts(algo);
-            let state = algo.state_per_vertex() * self.g.meta.nodes;
+            let state = algo.state_per_vertex(self.a.order) * self.g.meta.nodes;
             let limit = self.budget.max(state + PROCESS_OVERHEAD + MIN_CACHE);
             rows.push(serde_json::json!({
                 "algo": algo.name(), "contenders": cs, "state_bytes": state, "memory_limit_bytes": limit,
@@ -488,10 +495,10 @@ impl Report<'_> {
         println!("memory: vertex state is held in RAM by every contender and counted against the limit");
         println!("{:<9} {:>10} {:>10} {:>10} {:>10}  note", "algo", "state MiB", "limit MiB", "S cache", "B/vertex");
         for &algo in &self.a.algos {
-            let state = algo.state_per_vertex() * n;
+            let state = algo.state_per_vertex(self.a.order) * n;
             let limit = self.budget.max(state + PROCESS_OVERHEAD + MIN_CACHE);
             let note = if limit > self.budget { "state + 64 MiB overhead + 32 MiB cache exceed the budget: limit raised" } else { "fits: cache = budget - state - 64 MiB overhead" };
-            println!("{:<9} {:>10.0} {:>10.0} {:>10.0} {:>10}  {note}", algo.name(), mib(state), mib(limit), mib(limit - state - PROCESS_OVERHEAD), algo.state_per_vertex());
+            println!("{:<9} {:>10.0} {:>10.0} {:>10.0} {:>10}  {note}", algo.name(), mib(state), mib(limit), mib(limit - state - PROCESS_OVERHEAD), algo.state_per_vertex(self.a.order));
         }
         println!();
         println!(

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use solidgraph_io::{BackendChoice, BackendKind};
+use solidgraph_store::order::VertexOrder;
 use solidgraph_store::{Csr, Direction, EdgeInput, ImportOptions, OpenOptions, Store, StoreError, TensorInput};
 
 use super::kron::Kronecker;
@@ -246,8 +247,16 @@ pub(crate) fn build_csr(store: &Store, l: &Layout, progress: &Progress) -> CliRe
     rp.write_all(&off.to_le_bytes()).map_err(file_err(&rp_path))?;
     let mut start = 0;
     while start < n {
-        let ids: Vec<u64> = (start..(start + CSR_BUILD_CHUNK).min(n)).collect();
-        let csr = store.neighbors(&ids, Direction::Out, false, false)?;
+        // Rows in the user's ids, each sorted, whatever the store's order.
+        let mut ids: Vec<u64> = (start..(start + CSR_BUILD_CHUNK).min(n)).collect();
+        store.to_internal(&mut ids)?;
+        let mut csr = store.neighbors(&ids, Direction::Out, false, false)?;
+        if store.reordered() {
+            store.to_external(&mut csr.indices)?;
+            for w in csr.indptr.windows(2) {
+                csr.indices[w[0] as usize..w[1] as usize].sort_unstable();
+            }
+        }
         let mut rbytes = Vec::with_capacity(8 * ids.len());
         for &e in &csr.indptr[1..] {
             rbytes.extend_from_slice(&(off + e).to_le_bytes());
@@ -437,6 +446,8 @@ pub(crate) struct GraphSpec {
     pub(crate) fresh: bool,
     pub(crate) import_memory: u64,
     pub(crate) backend: Option<String>,
+    /// How the store numbers vertices (the CSR baselines keep the input's ids).
+    pub(crate) order: VertexOrder,
 }
 
 /// A prepared work directory: store and CSR hold the same lists.
@@ -509,6 +520,7 @@ pub(crate) fn prepare_graph(spec: &GraphSpec, progress: &Progress, tensors: &dyn
         // CSR made from it) from the edges.
         let stale = match Store::open(&l.store(), &open_opts) {
             Err(e @ (StoreError::Corrupt { .. } | StoreError::NotAStore { .. } | StoreError::NewerFormat { .. } | StoreError::OlderFormat { .. })) => Some(e.to_string()),
+            Ok(s) if s.reordered() != (spec.order == VertexOrder::Degree) => Some(format!("vertex order is not {:?}", spec.order)),
             Ok(s) => tensor_inputs.iter().find(|t| s.tensor_meta(&t.name).is_err()).map(|t| format!("no tensor {:?}", t.name)),
             Err(_) => None,
         };
@@ -530,6 +542,7 @@ pub(crate) fn prepare_graph(spec: &GraphSpec, progress: &Progress, tensors: &dyn
             &ImportOptions {
                 undirected: true,
                 dedup: true,
+                order: spec.order,
                 memory_budget: spec.import_memory,
                 // A generated graph has 2^scale vertices even when the
                 // highest ids happen to have no edges.
@@ -558,7 +571,14 @@ pub(crate) fn prepare_graph(spec: &GraphSpec, progress: &Progress, tensors: &dyn
         Some(m) => m,
         None => {
             let t = Instant::now();
-            let m = build_csr(&store, &l, progress)?;
+            // A renumbered store is read at random in the user's order:
+            // cache all of it so each page is read once.
+            let m = if store.reordered() {
+                let cached = Store::open(&l.store(), &OpenOptions { cache_bytes: store.size_bytes(), ..open_opts.clone() })?;
+                build_csr(&cached, &l, progress)?
+            } else {
+                build_csr(&store, &l, progress)?
+            };
             prep.csr_seconds = Some(t.elapsed().as_secs_f64());
             m
         }

@@ -25,6 +25,7 @@ use solidgraph_store::{Csr, Direction, OpenOptions, Store};
 
 use super::common::*;
 use super::kron::Kronecker;
+use solidgraph_store::order::VertexOrder;
 use crate::util::{CliResult, parse_size};
 
 #[derive(Args)]
@@ -175,7 +176,7 @@ pub fn run(a: NeighborsArgs) -> CliResult {
             None => format!("neighbors-s{}", a.scale),
         })
     });
-    let spec = GraphSpec { source, dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone() };
+    let spec = GraphSpec { source, dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone(), order: VertexOrder::Input };
     let g = prepare_graph(&spec, &progress, &|_| Ok(Vec::new()))?;
     let files = g.files()?;
     let csr_bytes = g.csr_bytes();

@@ -21,6 +21,7 @@ use solidgraph_store::{Direction, OpenOptions, RowAdmission, Store, TensorData, 
 
 use super::common::*;
 use super::kron::Kronecker;
+use solidgraph_store::order::VertexOrder;
 use crate::util::{CliResult, parse_size};
 
 #[derive(Args)]
@@ -294,7 +295,7 @@ pub fn run(a: SamplingArgs) -> CliResult {
     let k = Kronecker::new(a.scale, a.edge_factor, a.seed).map_err(BenchError::Invalid)?;
     let n = k.num_nodes();
     let dir = a.dir.clone().unwrap_or_else(|| bench_root().join(format!("sampling-s{}", a.scale)));
-    let spec = GraphSpec { source: Source::Generated(k), dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone() };
+    let spec = GraphSpec { source: Source::Generated(k), dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone(), order: VertexOrder::Input };
     let t = Instant::now();
     let g = prepare_graph(&spec, &progress, &|l| {
         write_features(&features_path(l), n, a.dim, a.seed, &progress)?;

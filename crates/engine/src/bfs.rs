@@ -94,6 +94,9 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
             return Err(EngineError::Invalid(format!("{what} vertex {v} is not in the graph ({n} vertices)")));
         }
     }
+    let mut ends = [source, target.unwrap_or(u64::MAX)];
+    store.to_internal(&mut ends)?;
+    let (source, target) = (ends[0], target.map(|_| ends[1]));
     let out = Lists::new(store, Direction::Out, false)?;
     // Bottom-up reads in-lists: an undirected store's are its out-lists; a
     // directed store without them runs top-down only.
@@ -199,6 +202,11 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
         next.clear();
         size = added;
         level += 1;
+    }
+    store.by_external(&mut levels)?;
+    if let Some(p) = par.as_mut() {
+        store.to_external(p)?;
+        store.by_external(p)?;
     }
     Ok(Bfs { levels, parents: par })
 }

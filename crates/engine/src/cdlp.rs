@@ -1,7 +1,8 @@
 //! Community detection by label propagation (Graphalytics CDLP): each
 //! iteration every vertex takes the most frequent label among its neighbors
 //! (in- and out-neighbors of a directed graph, each counted), the smallest
-//! on ties; one sequential pass per iteration, synchronous updates.
+//! on ties; one sequential pass per iteration, synchronous updates. Labels
+//! start as the user's ids (not the store's), so ties break as on the input.
 
 use solidgraph_store::Store;
 
@@ -13,6 +14,7 @@ pub fn cdlp(store: &Store, iterations: u32, progress: Progress) -> Result<Vec<u6
     let n = store.num_nodes();
     let lists = Lists::both(store, "CDLP")?;
     let mut labels: Vec<u64> = state::from_fn(n as usize, |v| v as u64);
+    store.to_external(&mut labels)?;
     let mut next = labels.clone();
     let mut buf: Vec<u64> = Vec::new();
     for it in 0..iterations {
@@ -38,5 +40,7 @@ pub fn cdlp(store: &Store, iterations: u32, progress: Progress) -> Result<Vec<u6
         std::mem::swap(&mut labels, &mut next);
         progress("cdlp", it as u64 + 1, iterations as u64);
     }
+    drop(next);
+    store.by_external(&mut labels)?;
     Ok(labels)
 }

@@ -109,6 +109,8 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
         done.clear();
         progress("k-core", n - active.len(), n);
     }
+    drop((active, next, done, support));
+    store.by_external(&mut core)?;
     Ok(core)
 }
 

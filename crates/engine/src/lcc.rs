@@ -63,5 +63,6 @@ pub fn lcc(store: &Store, progress: Progress) -> Result<Vec<f64>> {
         progress("lcc", hi, n);
         lo = hi;
     }
+    store.by_external(&mut out)?;
     Ok(out)
 }

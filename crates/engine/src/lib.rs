@@ -3,6 +3,11 @@
 //!
 //! Analytics follow the LDBC Graphalytics definitions (BFS, WCC, PageRank,
 //! SSSP, CDLP, LCC) plus GraphSSD's and Falcon's (MIS, k-core, walks).
+//!
+//! Every public operator takes and returns the user's vertex ids: it maps
+//! its inputs with `Store::to_internal` on entry, works in the store's ids
+//! (which an import may have renumbered by degree, `store::order`), and maps
+//! ids in its results and reindexes per-vertex arrays on the way out.
 
 pub mod bfs;
 pub mod cdlp;

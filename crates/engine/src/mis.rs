@@ -51,5 +51,7 @@ pub fn mis(store: &Store, seed: u64, progress: Progress) -> Result<Vec<bool>> {
         progress("mis", n - undecided.len() as u64, n);
         debug_assert!(round <= 64 * 64, "Luby did not converge");
     }
-    Ok(state.into_iter().map(|s| s == IN).collect())
+    let mut r: Vec<bool> = state.into_iter().map(|s| s == IN).collect();
+    store.by_external(&mut r)?;
+    Ok(r)
 }

@@ -70,6 +70,8 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
             });
         }
     }
+    drop((next, deg));
+    store.by_external(&mut pr)?;
     Ok(PageRank { ranks: pr, iterations: done })
 }
 

@@ -16,7 +16,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use solidgraph_store::{Csr, Direction, Rows, Store};
 
 use crate::error::{EngineError, Result};
-use crate::walks::{WalkOptions, random_walks};
+use crate::walks::WalkOptions;
 
 /// A hop reads its frontier in parts of at most this many vertices and
 /// (but for a single huge list) pages: deep enough queues, bounded memory.
@@ -147,6 +147,9 @@ pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resu
     for t in &o.tensors {
         store.tensor_meta(t)?;
     }
+    let mut seeds = seeds.to_vec();
+    store.to_internal(&mut seeds)?;
+    let seeds = &seeds[..];
     let mut out = Sample::default();
     let mut local: HashMap<u64, u64> = HashMap::with_capacity(seeds.len() * 8);
     for &s in seeds {
@@ -234,15 +237,18 @@ pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resu
     for t in &o.tensors {
         out.tensors.push(store.tensor(t, &out.node)?);
     }
+    store.to_external(&mut out.node)?;
     Ok(out)
 }
 
 /// GraphSAINT random-walk subgraph: the nodes that walks of `length` from
-/// `roots` visit (sorted), the edges among them (local ids, `row` -> `col`
+/// `roots` visit (sorted by the store's ids), the edges among them (local ids, `row` -> `col`
 /// along stored edges of `direction`), and their features.
 pub fn saint_subgraph(store: &Store, roots: &[u64], length: usize, seed: u64, direction: Direction, tensors: &[String]) -> Result<Sample> {
     check_seeds(store, roots)?;
-    let walks = random_walks(store, roots, &WalkOptions { length, p: 1.0, q: 1.0, seed, direction })?;
+    let mut roots = roots.to_vec();
+    store.to_internal(&mut roots)?;
+    let walks = crate::walks::walk(store, &roots, &WalkOptions { length, p: 1.0, q: 1.0, seed, direction })?;
     let mut node = walks;
     node.sort_unstable();
     node.dedup();
@@ -263,5 +269,6 @@ pub fn saint_subgraph(store: &Store, roots: &[u64], length: usize, seed: u64, di
         out.tensors.push(store.tensor(t, &node)?);
     }
     out.node = node;
+    store.to_external(&mut out.node)?;
     Ok(out)
 }

@@ -13,6 +13,11 @@ pub fn sssp(store: &Store, source: u64, progress: Progress) -> Result<Vec<f64>> 
     if source >= n {
         return Err(EngineError::Invalid(format!("source vertex {source} is not in the graph ({n} vertices)")));
     }
+    let source = {
+        let mut s = [source];
+        store.to_internal(&mut s)?;
+        s[0]
+    };
     let lists = Lists::new(store, Direction::Out, true)?;
     let mut dist = state::filled(n as usize, f64::INFINITY);
     dist[source as usize] = 0.0;
@@ -48,5 +53,6 @@ pub fn sssp(store: &Store, source: u64, progress: Progress) -> Result<Vec<f64>> 
         progress("sssp", round, round + 1);
         frontier = next;
     }
+    store.by_external(&mut dist)?;
     Ok(dist)
 }

@@ -30,6 +30,15 @@ fn list<'a>(csr: &'a Csr, idx: &[u64], v: u64) -> &'a [u64] {
 /// Returns walks row-major: `starts.len()` rows of `length + 1` vertices. A
 /// walk that reaches a vertex without out-edges stays there.
 pub fn random_walks(store: &Store, starts: &[u64], o: &WalkOptions) -> Result<Vec<u64>> {
+    let mut internal = starts.to_vec();
+    store.to_internal(&mut internal)?;
+    let mut out = walk(store, &internal, o)?;
+    store.to_external(&mut out)?;
+    Ok(out)
+}
+
+/// `random_walks` in the store's ids.
+pub(crate) fn walk(store: &Store, starts: &[u64], o: &WalkOptions) -> Result<Vec<u64>> {
     if o.length == 0 || o.length > MAX_LENGTH {
         return Err(EngineError::Invalid(format!("walk length {} must be in 1..={MAX_LENGTH}", o.length)));
     }

@@ -71,5 +71,30 @@ pub fn wcc(store: &Store, progress: Progress) -> Result<Vec<u64>> {
     for v in 0..label.len() {
         label[v] = label[label[v] as usize];
     }
+    if let Some(ext) = store.external_ids()? {
+        min_user_id_labels(&mut label, &ext);
+        store.by_external(&mut label)?;
+    }
     Ok(label)
+}
+
+/// Relabels components (each labelled by its smallest store id, its root)
+/// by their smallest user id, in place: every root's slot first collects its
+/// members' minimum, marked by the top bit, then each member copies it.
+fn min_user_id_labels(label: &mut [u64], ext: &[u32]) {
+    const ROOT: u64 = 1 << 63;
+    let user = |v: usize| ext.get(v).map_or(v as u64, |&e| e as u64);
+    for v in 0..label.len() {
+        let r = label[v] as usize;
+        if r == v {
+            label[v] = ROOT | user(v);
+        } else {
+            // Roots come before their members, so r's slot is marked.
+            label[r] = label[r].min(ROOT | user(v));
+        }
+    }
+    for v in 0..label.len() {
+        let x = label[v];
+        label[v] = if x & ROOT != 0 { x & !ROOT } else { label[x as usize] & !ROOT };
+    }
 }

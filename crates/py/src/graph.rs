@@ -80,6 +80,13 @@ fn vertex_id(v: i64, what: &str) -> PyResult<u64> {
     u64::try_from(v).map_err(|_| err(format!("{what} {v} is not a vertex id (ids are >= 0)")))
 }
 
+/// User ids to the store's (a store imported with `order="degree"`
+/// renumbers vertices inside; every id crossing this API is the user's).
+fn internal(store: &Store, mut ids: Vec<u64>) -> PyResult<Vec<u64>> {
+    store.to_internal(&mut ids).map_err(err)?;
+    Ok(ids)
+}
+
 fn parse_direction(s: &str) -> PyResult<Direction> {
     s.parse().map_err(err)
 }
@@ -181,7 +188,9 @@ impl Graph {
     }
 
     /// Neighbor lists of `ids` as (indptr, indices[, weights][, labels]):
-    /// the list of ids[i] is indices[indptr[i]:indptr[i + 1]], sorted.
+    /// the list of ids[i] is indices[indptr[i]:indptr[i + 1]], sorted (by
+    /// the store's ids: on a store imported with `order="degree"` that is
+    /// not ascending user id).
     #[pyo3(signature = (ids, direction="out", with_weights=false, with_labels=false))]
     fn neighbors<'py>(
         &self,
@@ -191,10 +200,11 @@ impl Graph {
         with_weights: bool,
         with_labels: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let ids = u64_vec(ids, "ids")?;
         let dir = parse_direction(direction)?;
         let store = self.store()?;
-        let csr = py.allow_threads(|| store.neighbors(&ids, dir, with_weights, with_labels)).map_err(err)?;
+        let ids = internal(&store, u64_vec(ids, "ids")?)?;
+        let mut csr = py.allow_threads(|| store.neighbors(&ids, dir, with_weights, with_labels)).map_err(err)?;
+        store.to_external(&mut csr.indices).map_err(err)?;
         let mut out = vec![int64_array(py, csr.indptr)?, int64_array(py, csr.indices)?];
         if let Some(w) = csr.weights {
             out.push(PyArray1::from_vec(py, w).into_any());
@@ -208,17 +218,17 @@ impl Graph {
     /// Degrees of `ids` ("out" or "in").
     #[pyo3(signature = (ids, direction="out"))]
     fn degree<'py>(&self, py: Python<'py>, ids: &Bound<'py, PyAny>, direction: &str) -> PyResult<Bound<'py, PyAny>> {
-        let ids = u64_vec(ids, "ids")?;
         let dir = parse_direction(direction)?;
         let store = self.store()?;
+        let ids = internal(&store, u64_vec(ids, "ids")?)?;
         let deg = py.allow_threads(|| store.degree(&ids, dir)).map_err(err)?;
         int64_array(py, deg)
     }
 
     /// Weight of each edge src[i] -> dst[i]; NaN where there is none.
     fn edge_weights<'py>(&self, py: Python<'py>, src: &Bound<'py, PyAny>, dst: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f32>>> {
-        let (src, dst) = (u64_vec(src, "src")?, u64_vec(dst, "dst")?);
         let store = self.store()?;
+        let (src, dst) = (internal(&store, u64_vec(src, "src")?)?, internal(&store, u64_vec(dst, "dst")?)?);
         let w = py.allow_threads(|| store.edge_weights(&src, &dst)).map_err(err)?;
         Ok(PyArray1::from_vec(py, w))
     }
@@ -226,8 +236,8 @@ impl Graph {
     /// Rows `ids` of node tensor `name` in its dtype: (n, dim), or (n,) for
     /// one element per row.
     fn tensor<'py>(&self, py: Python<'py>, name: &str, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let ids = u64_vec(ids, "ids")?;
         let store = self.store()?;
+        let ids = internal(&store, u64_vec(ids, "ids")?)?;
         let rows = py.allow_threads(|| store.tensor(name, &ids)).map_err(err)?;
         // The row bytes move into numpy and are viewed as the stored dtype:
         // no copy, and one path for every dtype (float16 and bool included).
@@ -498,8 +508,8 @@ impl Graph {
     /// Deletes vertices and every edge touching them.
     #[pyo3(signature = (ids, durable=true))]
     fn delete_vertices(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, durable: bool) -> PyResult<()> {
-        let ids = u64_vec(ids, "ids")?;
         let store = self.store()?;
+        let ids = internal(&store, u64_vec(ids, "ids")?)?;
         py.allow_threads(|| store.delete_vertices(&ids, durable)).map_err(err)
     }
 
@@ -515,35 +525,35 @@ impl Graph {
         labels: Option<&Bound<'_, PyAny>>,
         durable: bool,
     ) -> PyResult<()> {
-        let (s, d) = (u64_vec(src, "src")?, u64_vec(dst, "dst")?);
+        let store = self.store()?;
+        let (s, d) = (internal(&store, u64_vec(src, "src")?)?, internal(&store, u64_vec(dst, "dst")?)?);
         let w = weights.map(|w| typed_vec::<f32>(w, "float32", "weights")).transpose()?;
         let l = labels.map(|l| typed_vec::<u32>(l, "uint32", "labels")).transpose()?;
-        let store = self.store()?;
         py.allow_threads(|| store.add_edges(&s, &d, w.as_deref(), l.as_deref(), durable)).map_err(err)
     }
 
     /// Deletes edges; each must exist.
     #[pyo3(signature = (src, dst, durable=true))]
     fn delete_edges(&self, py: Python<'_>, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, durable: bool) -> PyResult<()> {
-        let (s, d) = (u64_vec(src, "src")?, u64_vec(dst, "dst")?);
         let store = self.store()?;
+        let (s, d) = (internal(&store, u64_vec(src, "src")?)?, internal(&store, u64_vec(dst, "dst")?)?);
         py.allow_threads(|| store.delete_edges(&s, &d, durable)).map_err(err)
     }
 
     /// Sets the weights of existing edges.
     #[pyo3(signature = (src, dst, weights, durable=true))]
     fn update_edge_weights(&self, py: Python<'_>, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, weights: &Bound<'_, PyAny>, durable: bool) -> PyResult<()> {
-        let (s, d) = (u64_vec(src, "src")?, u64_vec(dst, "dst")?);
-        let w = typed_vec::<f32>(weights, "float32", "weights")?;
         let store = self.store()?;
+        let (s, d) = (internal(&store, u64_vec(src, "src")?)?, internal(&store, u64_vec(dst, "dst")?)?);
+        let w = typed_vec::<f32>(weights, "float32", "weights")?;
         py.allow_threads(|| store.update_edge_weights(&s, &d, &w, durable)).map_err(err)
     }
 
     /// Overwrites rows of a tensor ((len(ids), dim) of the stored dtype).
     #[pyo3(signature = (name, ids, rows, durable=true))]
     fn update_tensor(&self, py: Python<'_>, name: &str, ids: &Bound<'_, PyAny>, rows: &Bound<'_, PyAny>, durable: bool) -> PyResult<()> {
-        let ids = u64_vec(ids, "ids")?;
         let store = self.store()?;
+        let ids = internal(&store, u64_vec(ids, "ids")?)?;
         let t = store.tensor_meta(name).map_err(err)?;
         let bytes = row_bytes(rows, t.dtype.name(), t.dim, &format!("tensor {name:?}"))?;
         py.allow_threads(|| store.update_tensor(name, &ids, &bytes, durable)).map_err(err)

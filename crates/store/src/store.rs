@@ -468,6 +468,12 @@ impl Store {
         self.shared.order.get(&self.shared.vol, &sb.order, sb.num_nodes, to_internal)
     }
 
+    /// The user's id of each of the store's vertices from the import (None
+    /// when ids were kept): for loops that need it per element.
+    pub fn external_ids(&self) -> Result<Option<Arc<Vec<u32>>>> {
+        self.order_map(false)
+    }
+
     /// User ids to the store's, in place (ids past the import's vertices,
     /// and negative ones, pass unchanged).
     pub fn to_internal<T: Copy + TryInto<usize> + From<u32>>(&self, ids: &mut [T]) -> Result<()> {
@@ -486,12 +492,12 @@ impl Store {
     }
 
     /// A per-vertex array indexed by the store's ids, reindexed by the
-    /// user's. Values are not translated (see `to_external` for ids).
-    pub fn by_external<T: Copy>(&self, vals: Vec<T>) -> Result<Vec<T>> {
-        Ok(match self.order_map(false)? {
-            Some(m) => crate::order::reindex(&m, vals),
-            None => vals,
-        })
+    /// user's in place. Values are not translated (see `to_external`).
+    pub fn by_external<T: Copy>(&self, vals: &mut [T]) -> Result<()> {
+        if let Some(m) = self.order_map(false)? {
+            crate::order::reindex(&m, vals);
+        }
+        Ok(())
     }
 
     pub fn tensors(&self) -> Vec<TensorMeta> {

@@ -122,8 +122,9 @@ fn check_store(path: &Path, g: &Graph, o: &ImportOptions, num_nodes: u64, x: Opt
             assert_eq!(rows.data[i * 8..(i + 1) * 8], x[v as usize * 8..(v as usize + 1) * 8], "row of {v}");
         }
     }
-    let internal_self: Vec<u64> = (0..num_nodes).collect();
-    assert_eq!(s.by_external(internal_self).unwrap(), iids[..num_nodes as usize].to_vec(), "by_external puts internal i at its external id");
+    let mut internal_self: Vec<u64> = (0..num_nodes).collect();
+    s.by_external(&mut internal_self).unwrap();
+    assert_eq!(internal_self, iids[..num_nodes as usize].to_vec(), "by_external puts internal i at its external id");
     let rep = s.verify(&mut |_, _| {}).unwrap();
     assert_eq!(rep.edges, s.num_edges());
 }
