@@ -14,7 +14,7 @@ from solidgraph import SolidGraphError
 N = 400
 
 
-def make_store(path, seed=0, n=N, e=4000, in_edges=True, weights=True):
+def make_store(path, seed=0, n=N, e=4000, in_edges=True, weights=True, order="input"):
     rng = np.random.default_rng(seed)
     src = rng.integers(0, n, e)
     # A few hubs, so some lists are longer than any fanout.
@@ -23,7 +23,7 @@ def make_store(path, seed=0, n=N, e=4000, in_edges=True, weights=True):
     x = (np.arange(n)[:, None] * 10 + np.arange(3)).astype(np.float32)
     y = rng.integers(0, 7, n)
     kw = dict(edge_weights=w) if weights else {}
-    solidgraph.import_graph(path, (src, dst), {"x": x, "y": y}, in_edges=in_edges, dedup=True, num_nodes=n, **kw)
+    solidgraph.import_graph(path, (src, dst), {"x": x, "y": y}, in_edges=in_edges, dedup=True, num_nodes=n, order=order, **kw)
     return solidgraph.open(path)
 
 
@@ -37,7 +37,7 @@ def csr(g, direction):
     return indptr, indices
 
 
-def check_sample(g, s, seeds, fanouts, direction, replace, weighted=False):
+def check_sample(g, s, seeds, fanouts, direction, replace, weighted=False, edge_ids_in_user_order=True):
     indptr, indices = csr(g, direction)
     uniq = list(dict.fromkeys(np.asarray(seeds).tolist()))
     node = s.node
@@ -51,8 +51,12 @@ def check_sample(g, s, seeds, fanouts, direction, replace, weighted=False):
     # `direction`, at the position its global edge id says.
     center = node[s.col]
     nbr = node[s.row]
-    assert np.all(s.edge >= indptr[center]) and np.all(s.edge < indptr[center + 1])
-    np.testing.assert_array_equal(indices[s.edge], nbr)
+    if edge_ids_in_user_order:
+        assert np.all(s.edge >= indptr[center]) and np.all(s.edge < indptr[center + 1])
+        np.testing.assert_array_equal(indices[s.edge], nbr)
+    else:  # edge ids number the store's CSR order: check membership instead
+        for c, r in zip(center.tolist(), nbr.tolist()):
+            assert r in indices[indptr[c] : indptr[c + 1]]
     # Per hop: centers are that hop's frontier; at most `fanout` per center.
     bounds = np.cumsum(np.concatenate([[0], s.num_sampled_nodes]))
     ebounds = np.cumsum(np.concatenate([[0], s.num_sampled_edges]))
@@ -205,6 +209,40 @@ def test_saint_subgraph_is_induced(g):
     assert got == want and len(s.row) == len(want)
     np.testing.assert_array_equal(indices[s.edge], s.node[s.col])
     np.testing.assert_array_equal(s.tensors["x"], g.tensor("x", s.node))
+
+
+def test_degree_ordered_store_answers_in_user_ids(tmp_path, g):
+    """A store renumbered at import (order="degree") samples, walks and loads
+    in the user's ids: same lists, same rows, valid samples."""
+    h = make_store(tmp_path / "deg", order="degree")
+    ids = np.arange(N)
+    for d in ("out", "in"):
+        a, b = g.neighbors(ids, d, with_weights=True), h.neighbors(ids, d, with_weights=True)
+        np.testing.assert_array_equal(a[0], b[0])
+        for v in range(N):
+            lo, hi = a[0][v], a[0][v + 1]
+            assert sorted(zip(a[1][lo:hi].tolist(), a[2][lo:hi].tolist())) == sorted(zip(b[1][lo:hi].tolist(), b[2][lo:hi].tolist()))
+        np.testing.assert_array_equal(g.degree(ids, d), h.degree(ids, d))
+    np.testing.assert_array_equal(g.tensor("x", ids), h.tensor("x", ids))
+    np.testing.assert_array_equal(g.edge_weights([0, 1, 2], [3, 4, 0]), h.edge_weights([0, 1, 2], [3, 4, 0]))
+    rng = np.random.default_rng(2)
+    for trial, fanouts in enumerate([[5, 3], [2, -1]]):
+        seeds = rng.integers(0, N, 30)
+        s = h.sample_neighbors(seeds, fanouts, seed=trial, tensors=["x"])
+        check_sample(h, s, seeds, fanouts, "in", False, edge_ids_in_user_order=False)
+        np.testing.assert_array_equal(s.tensors["x"], g.tensor("x", s.node))
+    indptr, indices = csr(h, "out")
+    w = h.random_walks(np.arange(0, N, 7), 6, seed=1)
+    assert w[:, 0].tolist() == list(range(0, N, 7))
+    for row in w.tolist():
+        for a, b in zip(row, row[1:]):
+            assert b in indices[indptr[a] : indptr[a + 1]] or (indptr[a] == indptr[a + 1] and a == b)
+    sg = h.saint_subgraph([3, 50], 3, seed=2, tensors=("x",))
+    assert {3, 50} <= set(sg.node.tolist())
+    np.testing.assert_array_equal(sg.tensors["x"], g.tensor("x", sg.node))
+    bs = batches_of(np.random.default_rng(5).permutation(N), 64)
+    seen = np.concatenate([s.node[: s.num_sampled_nodes[0]] for s in h.sample_loader(bs, [3], seed=1, tensors=["x"], workers=2)])
+    np.testing.assert_array_equal(seen, np.concatenate(bs))
 
 
 # ---- the pipelined loader ---------------------------------------------------

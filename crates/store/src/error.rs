@@ -24,7 +24,7 @@ pub enum StoreError {
     Corrupt { page: u64, reason: String },
     #[error("{path}: store format version {found} is newer than this build understands ({supported}); upgrade solidgraph")]
     NewerFormat { path: PathBuf, found: u32, supported: u32 },
-    #[error("{path}: store format version {found} is older than this build reads ({supported}: compressed adjacency pages); import the graph again")]
+    #[error("{path}: store format version {found} is older than this build reads ({supported}); import the graph again")]
     OlderFormat { path: PathBuf, found: u32, supported: u32 },
     #[error("{path}: not a SolidGraph store: {reason}")]
     NotAStore { path: PathBuf, reason: String },
