@@ -74,6 +74,9 @@ impl Permutation {
     }
 }
 
+/// Table words read at once while loading a map.
+const LOAD_WORDS: usize = 1 << 20;
+
 /// The two maps, each read from the store the first time it is needed
 /// (64 MiB each at 2^24 vertices; analytics only ever need one).
 #[derive(Default)]
@@ -100,8 +103,13 @@ impl OrderMaps {
         if t.words != 1 + 2 * half || n > num_nodes {
             return Err(corrupt(format!("vertex order of {n} vertices in {} words, store has {num_nodes} vertices", t.words)));
         }
-        let words = crate::store::load_table_range(vol, t, if to_internal { 1 } else { 1 + half }, half)?;
-        let mut m: Vec<u32> = words.iter().flat_map(|&w| [w as u32, (w >> 32) as u32]).collect();
+        // A chunk of words at a time: the map's 4 B per vertex is the peak.
+        let first = if to_internal { 1 } else { 1 + half };
+        let mut m: Vec<u32> = Vec::with_capacity(2 * half as usize);
+        for from in (0..half).step_by(LOAD_WORDS) {
+            let words = crate::store::load_table_range(vol, t, first + from, (LOAD_WORDS as u64).min(half - from))?;
+            m.extend(words.iter().flat_map(|&w| [w as u32, (w >> 32) as u32]));
+        }
         m.truncate(n as usize);
         if let Some(&bad) = m.iter().find(|&&v| v as u64 >= n) {
             return Err(corrupt(format!("vertex order maps to {bad}, past its {n} vertices")));
@@ -111,6 +119,42 @@ impl OrderMaps {
         Ok(Some(m))
     }
 }
+
+impl OrderMaps {
+    /// Maps `ids` in place (see `map_ids`). A few ids (a BFS source) read
+    /// their table pages instead of loading a whole map.
+    pub(crate) fn map<T: Copy + TryInto<usize> + From<u32>>(&self, vol: &Volume, t: &Table, num_nodes: u64, to_internal: bool, ids: &mut [T]) -> Result<()> {
+        if t.words == 0 {
+            return Ok(());
+        }
+        let slot = if to_internal { &self.to_internal } else { &self.to_external };
+        let loaded = slot.lock().unwrap().is_some();
+        if loaded || ids.len() > FEW {
+            if let Some(m) = self.get(vol, t, num_nodes, to_internal)? {
+                map_ids(&m, ids);
+            }
+            return Ok(());
+        }
+        let n = crate::store::load_table_range(vol, t, 0, 1)?[0];
+        let first = if to_internal { 1 } else { 1 + n.div_ceil(2) };
+        for x in ids {
+            if let Ok(i) = (*x).try_into() {
+                if (i as u64) < n {
+                    let w = crate::store::load_table_range(vol, t, first + i as u64 / 2, 1)?[0];
+                    let m = if i % 2 == 0 { w as u32 } else { (w >> 32) as u32 };
+                    if m as u64 >= n {
+                        return Err(StoreError::Corrupt { page: t.start, reason: format!("vertex order maps to {m}, past its {n} vertices") });
+                    }
+                    *x = T::from(m);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Ids mapped one table page each rather than by loading a map.
+const FEW: usize = 16;
 
 /// Maps every id `map` covers, in place; others pass unchanged.
 pub(crate) fn map_ids<T: Copy + TryInto<usize> + From<u32>>(map: &[u32], ids: &mut [T]) {

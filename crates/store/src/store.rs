@@ -477,18 +477,14 @@ impl Store {
     /// User ids to the store's, in place (ids past the import's vertices,
     /// and negative ones, pass unchanged).
     pub fn to_internal<T: Copy + TryInto<usize> + From<u32>>(&self, ids: &mut [T]) -> Result<()> {
-        if let Some(m) = self.order_map(true)? {
-            crate::order::map_ids(&m, ids);
-        }
-        Ok(())
+        let sb = &self.base().sb;
+        self.shared.order.map(&self.shared.vol, &sb.order, sb.num_nodes, true, ids)
     }
 
     /// The store's ids to the user's, in place (sentinels pass unchanged).
     pub fn to_external<T: Copy + TryInto<usize> + From<u32>>(&self, ids: &mut [T]) -> Result<()> {
-        if let Some(m) = self.order_map(false)? {
-            crate::order::map_ids(&m, ids);
-        }
-        Ok(())
+        let sb = &self.base().sb;
+        self.shared.order.map(&self.shared.vol, &sb.order, sb.num_nodes, false, ids)
     }
 
     /// A per-vertex array indexed by the store's ids, reindexed by the
