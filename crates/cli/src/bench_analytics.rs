@@ -45,7 +45,7 @@ pub struct AnalyticsArgs {
     fresh: bool,
     /// The store's vertex order (`import --order`); the CSR baselines keep
     /// the generator's ids either way.
-    #[arg(long, default_value = "degree", value_parser = crate::graph::parse_order)]
+    #[arg(long, default_value = "input", value_parser = crate::graph::parse_order)]
     order: VertexOrder,
     /// Algorithms, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "bfs,wcc,pagerank,kcore")]
