@@ -86,8 +86,8 @@ pub(crate) struct OrderMaps {
 }
 
 impl OrderMaps {
-    /// The map from external ids (`internal == false`: to external ids),
-    /// None when the store keeps input ids.
+    /// The map to internal ids (`to_internal`) or to external ones, loaded
+    /// on first use; None when the store keeps input ids.
     pub(crate) fn get(&self, vol: &Volume, t: &Table, num_nodes: u64, to_internal: bool) -> Result<Option<Arc<Vec<u32>>>> {
         if t.words == 0 {
             return Ok(None);
@@ -118,9 +118,7 @@ impl OrderMaps {
         *g = Some(m.clone());
         Ok(Some(m))
     }
-}
 
-impl OrderMaps {
     /// Maps `ids` in place (see `map_ids`). A few ids (a BFS source) read
     /// their table pages instead of loading a whole map.
     pub(crate) fn map<T: Copy + TryInto<usize> + From<u32>>(&self, vol: &Volume, t: &Table, num_nodes: u64, to_internal: bool, ids: &mut [T]) -> Result<()> {
