@@ -13,8 +13,9 @@
 //! 478K vertices left after the big level need no second pass, and the
 //! search reads the store once.
 //!
-//! State: the levels (8 bytes per vertex, the output), parents when asked
-//! for, and four bitsets: the frontier, the next one, the vertices still to
+//! State: the levels (4 bytes per vertex; the 8-byte output is built at the
+//! end, after the bitsets are freed), parents when asked for, and four
+//! bitsets: the frontier, the next one, the vertices still to
 //! reach, and those of them whose lists are not kept. A vertex whose in-list
 //! turns out empty is dropped (nothing can reach it), so isolated vertices
 //! are read once.
@@ -109,7 +110,8 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
         }
         Steps::Auto => None,
     };
-    let mut levels = state::filled(n as usize, UNREACHED);
+    // u32 while running: 4 bytes per vertex less, room for the output.
+    let mut levels = state::filled(n as usize, u32::MAX);
     let mut par = parents.then(|| state::filled(n as usize, -1i64));
     levels[source as usize] = 0;
     if let Some(p) = par.as_mut() {
@@ -126,8 +128,11 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
     // budget holds the lists of bottom-up misses instead.
     let kept_cap = store.stats().cache.budget as usize / size_of::<u64>();
     let mut kept = Kept::default();
-    let (mut size, mut level, mut reached) = (1u64, 0i64, 1u64);
-    while size > 0 && target.is_none_or(|t| levels[t as usize] == UNREACHED) {
+    let (mut size, mut level, mut reached) = (1u64, 0u32, 1u64);
+    while size > 0 && target.is_none_or(|t| levels[t as usize] == u32::MAX) {
+        if level == u32::MAX - 1 {
+            return Err(EngineError::Unsupported("BFS deeper than 2^32 - 2 levels".into()));
+        }
         let bottom_up = match (&inn, steps) {
             (Some(_), Steps::BottomUp) => true,
             (Some(inn), Steps::Auto) => inn.cost(Frontier::Set(&unread)) <= out.cost(Frontier::Set(&cur)),
@@ -203,10 +208,14 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
         size = added;
         level += 1;
     }
-    store.by_external(&mut levels)?;
-    if let Some(p) = par.as_mut() {
-        store.to_external(p)?;
-        store.by_external(p)?;
-    }
-    Ok(Bfs { levels, parents: par })
+    drop((cur, next, unvisited, unread, kept));
+    let levels = state::by_external(store, levels, |l| if l == u32::MAX { UNREACHED } else { i64::from(l) })?;
+    let parents = match par {
+        Some(mut p) => {
+            store.to_external(&mut p)?;
+            Some(state::by_external(store, p, |x| x)?)
+        }
+        None => None,
+    };
+    Ok(Bfs { levels, parents })
 }

@@ -41,6 +41,6 @@ pub fn cdlp(store: &Store, iterations: u32, progress: Progress) -> Result<Vec<u6
         progress("cdlp", it as u64 + 1, iterations as u64);
     }
     drop(next);
-    store.by_external(&mut labels)?;
+    state::by_external_small(store, &mut labels)?;
     Ok(labels)
 }

@@ -1,7 +1,7 @@
 //! How algorithms read neighbor lists: a whole frontier at a time.
 //!
-//! The vertex range is cut into chunks of about `CHUNK_PAGES` adjacency
-//! pages. For each chunk the frontier's members there are either read with
+//! The vertex range is cut into chunks of at most `CHUNK` (pages read,
+//! ids decoded, vertices spanned). For each chunk the frontier's members there are either read with
 //! the chunk (one sequential run of merged large I/Os) when they would touch
 //! a large share of its pages, or batched with other chunks' members into
 //! selective page reads through the cache (Graphene and Blaze make the same
@@ -14,12 +14,15 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::mpsc::sync_channel;
 
-use solidgraph_store::{Csr, Direction, GttRef, RangePages, Store};
+use solidgraph_store::{ChunkLimit, Csr, Direction, GttRef, RangePages, Store};
 
 use crate::error::{EngineError, Result};
 
-/// 4 MiB of 4 KiB pages per sequential chunk.
-const CHUNK_PAGES: usize = 1024;
+/// One sequential chunk: up to 4 MiB of 4 KiB pages, 12 MiB of decoded
+/// ids and 4 MiB of row offsets. Up to READERS + 1 are alive at once, all
+/// inside the budget's fixed overhead. The id cap binds on a degree-ordered
+/// store, whose hub pages hold about 2.5x more ids (1-byte gaps).
+const CHUNK: ChunkLimit = ChunkLimit { pages: 1024, edges: 1_500_000, vertices: 1 << 18 };
 /// Threads reading batches ahead of the algorithm.
 const READERS: usize = 2;
 /// Vertices per selective read batch.
@@ -27,7 +30,7 @@ const SPARSE_BATCH: usize = 16 * 1024;
 /// Pages per selective read batch, as many as a chunk: a batch of hubs
 /// would otherwise hold their whole extents (and their decoded lists, twice
 /// the size) at once, with up to READERS + 1 batches alive.
-const SPARSE_PAGES: usize = CHUNK_PAGES;
+const SPARSE_PAGES: usize = CHUNK.pages;
 /// A random page read costs about this many sequential ones on our disks
 /// (fio: 114K IOPS x 4 KiB at depth 64 against 1.28 GB/s sequential).
 const RANDOM_COST: f64 = 2.7;
@@ -250,7 +253,7 @@ impl<'a> Lists<'a> {
         if weights && !store.has_weights() {
             return Err(EngineError::Unsupported("this algorithm needs edge weights; import with --weights".into()));
         }
-        let ranges = store.chunk_ranges(dir, CHUNK_PAGES)?;
+        let ranges = store.chunk_ranges(dir, CHUNK)?;
         let gtt = store.gtt(dir)?;
         let range_pages = ranges
             .iter()

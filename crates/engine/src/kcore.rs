@@ -110,8 +110,7 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
         progress("k-core", n - active.len(), n);
     }
     drop((active, next, done, support));
-    store.by_external(&mut core)?;
-    Ok(core)
+    state::by_external(store, core, |x| x)
 }
 
 /// `f(scratch, v, list, tmp)` for every vertex of a batch on all cores, in

@@ -8,6 +8,7 @@ use solidgraph_store::{Direction, Store};
 
 use crate::error::{Progress, Result};
 use crate::frontier::Lists;
+use crate::state;
 
 const CHUNK: u64 = 4096;
 
@@ -63,6 +64,5 @@ pub fn lcc(store: &Store, progress: Progress) -> Result<Vec<f64>> {
         progress("lcc", hi, n);
         lo = hi;
     }
-    store.by_external(&mut out)?;
-    Ok(out)
+    state::by_external(store, out, |x| x)
 }

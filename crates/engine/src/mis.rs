@@ -51,7 +51,5 @@ pub fn mis(store: &Store, seed: u64, progress: Progress) -> Result<Vec<bool>> {
         progress("mis", n - undecided.len() as u64, n);
         debug_assert!(round <= 64 * 64, "Luby did not converge");
     }
-    let mut r: Vec<bool> = state.into_iter().map(|s| s == IN).collect();
-    store.by_external(&mut r)?;
-    Ok(r)
+    state::by_external(store, state, |s| s == IN)
 }

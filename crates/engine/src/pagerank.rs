@@ -71,8 +71,7 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
         }
     }
     drop((next, deg));
-    store.by_external(&mut pr)?;
-    Ok(PageRank { ranks: pr, iterations: done })
+    Ok(PageRank { ranks: state::by_external(store, pr, |x| x)?, iterations: done })
 }
 
 /// One iteration pushing `pr` over the out-lists into `next`, in id order;

@@ -53,6 +53,5 @@ pub fn sssp(store: &Store, source: u64, progress: Progress) -> Result<Vec<f64>> 
         progress("sssp", round, round + 1);
         frontier = next;
     }
-    store.by_external(&mut dist)?;
-    Ok(dist)
+    state::by_external(store, dist, |x| x)
 }

@@ -73,7 +73,7 @@ pub fn wcc(store: &Store, progress: Progress) -> Result<Vec<u64>> {
     }
     if let Some(ext) = store.external_ids()? {
         min_user_id_labels(&mut label, &ext);
-        store.by_external(&mut label)?;
+        state::by_external_small(store, &mut label)?;
     }
     Ok(label)
 }

@@ -5,7 +5,7 @@
 //! give identical results.
 
 use solidgraph_engine::*;
-use solidgraph_store::{Direction, EdgeInput, ImportOptions, OpenOptions, Store, import};
+use solidgraph_store::{ChunkLimit, Direction, EdgeInput, ImportOptions, OpenOptions, Store, import};
 
 /// R-MAT edges (a = 0.57, b = c = 0.19): a few hubs with extents, many
 /// vertices of small degree, ids scrambled so hubs are not all at the start.
@@ -50,7 +50,7 @@ fn build(directed: bool, dedup: bool) -> G {
     let o = ImportOptions { undirected: !directed, in_edges: directed, dedup, num_nodes: Some(1 << 16), ..Default::default() };
     import(&path, &[EdgeInput::Memory { src, dst, weights: None, labels: None }], &[], &o, &|_, _, _| {}).unwrap();
     let s = Store::open(&path, &OpenOptions::default()).unwrap();
-    assert!(s.chunk_ranges(Direction::Out, 1024).unwrap().len() >= 3, "the graph must span several chunks");
+    assert!(s.chunk_ranges(Direction::Out, ChunkLimit { pages: 1024, edges: u64::MAX, vertices: u64::MAX }).unwrap().len() >= 3, "the graph must span several chunks");
     G { _dir: dir, path, n: 1 << 16 }
 }
 

@@ -24,7 +24,7 @@ pub use error::{Result, StoreError};
 pub use import::source::EdgeInput;
 pub use import::{ImportOptions, ImportReport, TensorData, TensorInput, import};
 pub use merge::MergeReport;
-pub use scan::RangePages;
+pub use scan::{ChunkLimit, RangePages};
 pub use store::{Csr, Direction, GttRef, OpenOptions, RowAdmission, Rows, Store, StoreStats, member_path};
 pub use tensor::DType;
 pub use verify::VerifyReport;

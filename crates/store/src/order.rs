@@ -165,32 +165,6 @@ pub(crate) fn map_ids<T: Copy + TryInto<usize> + From<u32>>(map: &[u32], ids: &m
     }
 }
 
-/// `vals` indexed by internal id, reindexed by external id (`to_external`)
-/// in place: cycle by cycle, with a bitset of the places done (n / 8 bytes
-/// more, not a second copy of a large result).
-pub(crate) fn reindex<T: Copy>(to_external: &[u32], vals: &mut [T]) {
-    let n = to_external.len().min(vals.len());
-    let mut done = vec![0u64; n.div_ceil(64)];
-    for i in 0..n {
-        if done[i / 64] >> (i % 64) & 1 == 1 {
-            continue;
-        }
-        // Carry the value at i to its place, the value there to its, and
-        // so on until the cycle closes at i.
-        let mut carry = vals[i];
-        let mut j = i;
-        loop {
-            let k = to_external[j] as usize;
-            std::mem::swap(&mut carry, &mut vals[k]);
-            done[k / 64] |= 1 << (k % 64);
-            if k == i {
-                break;
-            }
-            j = k;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,10 +183,6 @@ mod tests {
         let mut neg = vec![-1i64, 2];
         map_ids(&p.to_external, &mut neg);
         assert_eq!(neg, vec![-1, 4]);
-        // Internal vertex i holds value i: external vertex e must get to_internal[e].
-        let mut vals: Vec<u32> = (0..6).collect();
-        reindex(&p.to_external, &mut vals);
-        assert_eq!(vals, vec![3, 0, 4, 1, 2, 5]);
         let w = p.words();
         assert_eq!(w.len(), 7);
         assert_eq!(w[..2], [5, 3]);

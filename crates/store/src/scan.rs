@@ -30,30 +30,56 @@ impl Fetched {
     }
 }
 
+/// Bounds on one range of `Store::chunk_ranges`.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkLimit {
+    /// Adjacency pages read.
+    pub pages: usize,
+    /// Neighbor ids decoded (8 B each, more with weights).
+    pub edges: u64,
+    /// Vertices spanned.
+    pub vertices: u64,
+}
+
 impl Store {
-    /// Splits [0, num_nodes) into vertex ranges whose lists fill about
-    /// `pages_per_chunk` adjacency pages each; an extent is never split.
-    pub fn chunk_ranges(&self, dir: Direction, pages_per_chunk: usize) -> Result<Vec<(u64, u64)>> {
-        let gtt = self.gtt(dir)?;
+    /// Splits [0, num_nodes) into vertex ranges, each within all of
+    /// `limit`'s bounds except where one extent alone exceeds them (an
+    /// extent is never split). Cuts fall on page boundaries, and long runs
+    /// of vertices without lists (the tail of a degree-ordered store) are
+    /// cut by count: a decoded range costs 16 B per vertex.
+    pub fn chunk_ranges(&self, dir: Direction, limit: ChunkLimit) -> Result<Vec<(u64, u64)>> {
+        let base = self.base();
+        let gtt = base.gtt(dir)?;
+        let total = base.sb.num_edges;
         let n = self.num_nodes();
+        let (pages, edges, vertices) = (limit.pages.max(1), limit.edges.max(1), limit.vertices.max(1));
         let mut cuts = vec![0u64];
-        let mut i = pages_per_chunk.max(1);
+        let (mut start, mut i) = (0, 0);
         while i < gtt.len() {
-            // Move forward past the rest of an extent.
-            while i < gtt.len() && gtt.is_extent(i) && gtt.first_vertex(i) == gtt.first_vertex(i - 1) {
-                i += 1;
+            // The unit starting at i: one packed page or a whole extent.
+            let mut j = i + 1;
+            while j < gtt.len() && gtt.is_extent(j) && gtt.first_vertex(j) == gtt.first_vertex(i) {
+                j += 1;
             }
-            if i < gtt.len() {
-                let v = gtt.first_vertex(i);
-                if v > *cuts.last().expect("non-empty") {
-                    cuts.push(v);
-                }
+            let edges_to = |k: usize| if k < gtt.len() { gtt.edges_before(k) } else { total };
+            if i > start && (j - start > pages || edges_to(j) - gtt.edges_before(start) > edges) {
+                cuts.push(gtt.first_vertex(i));
+                start = i;
             }
-            i += pages_per_chunk.max(1);
+            i = j;
         }
         cuts.push(n);
         cuts.dedup();
-        Ok(cuts.windows(2).map(|w| (w[0], w[1])).collect())
+        let mut out = Vec::with_capacity(cuts.len());
+        for w in cuts.windows(2) {
+            let mut lo = w[0];
+            while lo < w[1] {
+                let hi = w[1].min(lo + vertices);
+                out.push((lo, hi));
+                lo = hi;
+            }
+        }
+        Ok(out)
     }
 
     /// Neighbor lists of every vertex in [lo, hi), in one batch (see

@@ -457,8 +457,8 @@ impl Store {
         self.shared.vol.page_size()
     }
     /// Whether the import renumbered vertices (`order.rs`); callers that
-    /// face users translate ids with `to_internal` / `to_external` /
-    /// `by_external` either way.
+    /// face users translate ids with `to_internal` / `to_external` and
+    /// reindex per-vertex results with `external_ids` either way.
     pub fn reordered(&self) -> bool {
         self.base().sb.order.words > 0
     }
@@ -485,15 +485,6 @@ impl Store {
     pub fn to_external<T: Copy + TryInto<usize> + From<u32>>(&self, ids: &mut [T]) -> Result<()> {
         let sb = &self.base().sb;
         self.shared.order.map(&self.shared.vol, &sb.order, sb.num_nodes, false, ids)
-    }
-
-    /// A per-vertex array indexed by the store's ids, reindexed by the
-    /// user's in place. Values are not translated (see `to_external`).
-    pub fn by_external<T: Copy>(&self, vals: &mut [T]) -> Result<()> {
-        if let Some(m) = self.order_map(false)? {
-            crate::order::reindex(&m, vals);
-        }
-        Ok(())
     }
 
     pub fn tensors(&self) -> Vec<TensorMeta> {

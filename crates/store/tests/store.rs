@@ -115,6 +115,22 @@ fn check_store(path: &Path, g: &Graph, o: &ImportOptions, num_nodes: u64, x: Opt
                 assert_eq!(indices[a..b].to_vec(), ids_only, "{dir:?} order of {v}'s list");
             }
         }
+        // Scans read range by range: ranges tile [0, n) within their
+        // vertex cap, and their lists are the store's.
+        let all: Vec<u64> = (0..num_nodes).collect();
+        let whole = s.neighbors(&all, dir, o.weights, false).unwrap();
+        let limit = ChunkLimit { pages: 2, edges: 40, vertices: 7 };
+        let ranges = s.chunk_ranges(dir, limit).unwrap();
+        assert_eq!(ranges.first().map(|r| r.0), Some(0));
+        assert_eq!(ranges.last().map(|r| r.1), Some(num_nodes));
+        assert!(ranges.windows(2).all(|w| w[0].1 == w[1].0), "ranges tile the ids");
+        assert!(ranges.iter().all(|r| r.0 < r.1 && r.1 - r.0 <= limit.vertices));
+        for &(lo, hi) in &ranges {
+            let got = s.read_range(dir, lo, hi, o.weights, true, Default::default()).unwrap();
+            let (a, b) = (whole.indptr[lo as usize] as usize, whole.indptr[hi as usize] as usize);
+            assert_eq!(got.indices, whole.indices[a..b], "{dir:?} lists of range {lo}..{hi}");
+            assert_eq!(got.weights.as_deref(), whole.weights.as_ref().map(|w| &w[a..b]));
+        }
     }
     if let Some(x) = x {
         let rows = s.tensor("x", &iids).unwrap();
@@ -122,9 +138,10 @@ fn check_store(path: &Path, g: &Graph, o: &ImportOptions, num_nodes: u64, x: Opt
             assert_eq!(rows.data[i * 8..(i + 1) * 8], x[v as usize * 8..(v as usize + 1) * 8], "row of {v}");
         }
     }
-    let mut internal_self: Vec<u64> = (0..num_nodes).collect();
-    s.by_external(&mut internal_self).unwrap();
-    assert_eq!(internal_self, iids[..num_nodes as usize].to_vec(), "by_external puts internal i at its external id");
+    if let Some(ext) = s.external_ids().unwrap() {
+        let want: Vec<u32> = (0..num_nodes).map(|i| ids[iids[..num_nodes as usize].iter().position(|&x| x == i).unwrap()] as u32).collect();
+        assert_eq!(*ext, want, "external_ids names each internal vertex's user id");
+    }
     let rep = s.verify(&mut |_, _| {}).unwrap();
     assert_eq!(rep.edges, s.num_edges());
 }
