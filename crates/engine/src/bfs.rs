@@ -13,9 +13,8 @@
 //! 478K vertices left after the big level need no second pass, and the
 //! search reads the store once.
 //!
-//! State: the levels (4 bytes per vertex; the 8-byte output is built at the
-//! end, after the bitsets are freed), parents when asked for, and four
-//! bitsets: the frontier, the next one, the vertices still to
+//! State: the levels (8 bytes per vertex, the output), parents when asked
+//! for, and four bitsets: the frontier, the next one, the vertices still to
 //! reach, and those of them whose lists are not kept. A vertex whose in-list
 //! turns out empty is dropped (nothing can reach it), so isolated vertices
 //! are read once.
@@ -29,6 +28,8 @@ use crate::state;
 
 /// Level of an unreachable vertex (the Graphalytics convention).
 pub const UNREACHED: i64 = i64::MAX;
+/// Unreached while running.
+const FAR: u64 = u32::MAX as u64;
 
 #[derive(Debug, Clone)]
 pub struct Bfs {
@@ -110,8 +111,9 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
         }
         Steps::Auto => None,
     };
-    // u32 while running: 4 bytes per vertex less, room for the output.
-    let mut levels = state::filled(n as usize, u32::MAX);
+    // Below 2^32 (FAR marks unreached): the result reaches user order in
+    // place (`by_external_small`).
+    let mut levels = state::filled(n as usize, FAR);
     let mut par = parents.then(|| state::filled(n as usize, -1i64));
     levels[source as usize] = 0;
     if let Some(p) = par.as_mut() {
@@ -128,9 +130,9 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
     // budget holds the lists of bottom-up misses instead.
     let kept_cap = store.stats().cache.budget as usize / size_of::<u64>();
     let mut kept = Kept::default();
-    let (mut size, mut level, mut reached) = (1u64, 0u32, 1u64);
-    while size > 0 && target.is_none_or(|t| levels[t as usize] == u32::MAX) {
-        if level == u32::MAX - 1 {
+    let (mut size, mut level, mut reached) = (1u64, 0u64, 1u64);
+    while size > 0 && target.is_none_or(|t| levels[t as usize] == FAR) {
+        if level + 1 == FAR {
             return Err(EngineError::Unsupported("BFS deeper than 2^32 - 2 levels".into()));
         }
         let bottom_up = match (&inn, steps) {
@@ -208,8 +210,10 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
         size = added;
         level += 1;
     }
-    drop((cur, next, unvisited, unread, kept));
-    let levels = state::by_external(store, levels, |l| if l == u32::MAX { UNREACHED } else { i64::from(l) })?;
+    // Read buffers and bitsets go before the result is reindexed.
+    drop((out, inn, cur, next, unvisited, unread, kept));
+    state::by_external_small(store, &mut levels)?;
+    let levels = levels.into_iter().map(|l| if l == FAR { UNREACHED } else { l as i64 }).collect();
     let parents = match par {
         Some(mut p) => {
             store.to_external(&mut p)?;

@@ -109,7 +109,8 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
         done.clear();
         progress("k-core", n - active.len(), n);
     }
-    drop((active, next, done, support));
+    // Read buffers too: the reindex below holds two result arrays.
+    drop((lists, active, next, done, support));
     state::by_external(store, core, |x| x)
 }
 

@@ -70,7 +70,8 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
             });
         }
     }
-    drop((next, deg));
+    // Read buffers too: the reindex below holds two rank arrays.
+    drop((out, pull, next, deg));
     Ok(PageRank { ranks: state::by_external(store, pr, |x| x)?, iterations: done })
 }
 
