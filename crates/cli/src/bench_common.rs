@@ -247,15 +247,14 @@ pub(crate) fn build_csr(store: &Store, l: &Layout, progress: &Progress) -> CliRe
     rp.write_all(&off.to_le_bytes()).map_err(file_err(&rp_path))?;
     let mut start = 0;
     while start < n {
-        // Rows in the user's ids, each sorted, whatever the store's order.
+        // Rows in the user's ids; each lists its neighbors in the store's
+        // order (sorted by the store's ids), so a sampler drawing list
+        // positions picks the same neighbors from either.
         let mut ids: Vec<u64> = (start..(start + CSR_BUILD_CHUNK).min(n)).collect();
         store.to_internal(&mut ids)?;
         let mut csr = store.neighbors(&ids, Direction::Out, false, false)?;
         if store.reordered() {
             store.to_external(&mut csr.indices)?;
-            for w in csr.indptr.windows(2) {
-                csr.indices[w[0] as usize..w[1] as usize].sort_unstable();
-            }
         }
         let mut rbytes = Vec::with_capacity(8 * ids.len());
         for &e in &csr.indptr[1..] {

@@ -40,6 +40,11 @@ pub struct SamplingArgs {
     dir: Option<PathBuf>,
     #[arg(long)]
     fresh: bool,
+    /// The store's vertex order (`import --order`). The mmap baselines keep
+    /// the generator's ids and features; their CSR rows list neighbors in
+    /// the store's order, so they draw the same samples.
+    #[arg(long, default_value = "degree", value_parser = crate::graph::parse_order)]
+    order: VertexOrder,
     /// Mini-batches measured per contender.
     #[arg(long, default_value_t = 20)]
     batches: usize,
@@ -206,6 +211,10 @@ pub struct SamplingWorkerArgs {
     row_cache_bytes: u64,
     #[arg(long, value_enum, default_value_t = Admission::All)]
     row_admission: Admission,
+    /// Whether checksums cover edge ids: a renumbered store numbers edges
+    /// in its own CSR order, which the baselines' CSR does not share.
+    #[arg(long, action = clap::ArgAction::Set, default_value_t = true)]
+    edge_ids: bool,
     #[arg(long)]
     cgroup: Option<PathBuf>,
     #[arg(long)]
@@ -295,7 +304,7 @@ pub fn run(a: SamplingArgs) -> CliResult {
     let k = Kronecker::new(a.scale, a.edge_factor, a.seed).map_err(BenchError::Invalid)?;
     let n = k.num_nodes();
     let dir = a.dir.clone().unwrap_or_else(|| bench_root().join(format!("sampling-s{}", a.scale)));
-    let spec = GraphSpec { source: Source::Generated(k), dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone(), order: VertexOrder::Input };
+    let spec = GraphSpec { source: Source::Generated(k), dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone(), order: a.order };
     let t = Instant::now();
     let g = prepare_graph(&spec, &progress, &|l| {
         write_features(&features_path(l), n, a.dim, a.seed, &progress)?;
@@ -313,7 +322,10 @@ pub fn run(a: SamplingArgs) -> CliResult {
         Some(*acc)
     }).sum::<u64>() + 1;
     let batch_bytes = 2 * a.workers.max(1) as u64 * a.batch_size as u64 * fan * 4 * a.dim;
-    let limit = a.memory_budget.unwrap_or(cache_bytes + PROCESS_OVERHEAD + batch_bytes);
+    // A renumbered store holds its map back to the user's ids (4 B per
+    // vertex): the sampler answers in user ids.
+    let map_bytes = if a.order == VertexOrder::Degree { 4 * n } else { 0 };
+    let limit = a.memory_budget.unwrap_or(cache_bytes + PROCESS_OVERHEAD + batch_bytes + map_bytes);
 
     let seeds = draw_ids(&g.l, g.meta, a.seed, a.batches * a.batch_size, true)?;
     std::fs::write(seeds_file(&g.l), seeds.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).map_err(file_err(&seeds_file(&g.l)))?;
@@ -362,6 +374,7 @@ pub fn run(a: SamplingArgs) -> CliResult {
                 ("--workers", a.workers.to_string()),
                 ("--row-cache-bytes", rows.to_string()),
                 ("--row-admission", a.row_admission.name().to_string()),
+                ("--edge-ids", (a.order == VertexOrder::Input).to_string()),
             ] {
                 args.push(k.into());
                 args.push(v.into());
@@ -495,7 +508,7 @@ impl Report<'_> {
             "store_bytes": self.g.store_bytes, "cache_bytes": self.cache_bytes, "memory_limit_bytes": self.limit,
             "memory_enforced": self.cgroups, "fanouts": self.a.fanouts, "batch_size": self.a.batch_size, "batches": self.a.batches,
             "gather_rows": self.a.gather_rows, "gather_batches": self.a.gather_batches, "rounds": self.a.rounds,
-            "row_cache_share": self.a.row_cache_share, "row_admission": self.a.row_admission.name(),
+            "row_cache_share": self.a.row_cache_share, "order": format!("{:?}", self.a.order).to_lowercase(), "row_admission": self.a.row_admission.name(),
             "bench_io_randread_4k_qd64_iops": self.iops.as_ref().map(|r| r.iops),
             "solidgraph_ios_per_s": self.s_io().map(|s| s.0), "solidgraph_pages_per_s": self.s_io().map(|s| s.1),
             "cache_hit_rate": self.s_io().map(|s| s.2), "verified_batches": self.verified,
@@ -511,12 +524,14 @@ impl Report<'_> {
             println!("import (edges + features): {e} input edges in {s:.1} s; preparation {:.1} s in all", self.prep_seconds);
         }
         println!(
-            "store {:.0} MiB (adjacency + features); page cache {:.0} MiB ({:.0}%); memory limit {:.0} MiB (cache + 64 MiB + 2 x one batch's features per worker, {} worker(s)): {}",
+            "store {:.0} MiB (adjacency + features, vertex order {:?}); page cache {:.0} MiB ({:.0}%); memory limit {:.0} MiB (cache + 64 MiB + 2 x one batch's features per worker, {} worker(s){}): {}",
             mib(g.store_bytes),
+            self.a.order,
             mib(self.cache_bytes),
             100.0 * self.a.cache_fraction,
             mib(self.limit),
             self.a.workers.max(1),
+            if self.a.order == VertexOrder::Degree { " + the order map, 4 B per vertex" } else { "" },
             if self.cgroups { "cgroup v1 per contender ((b) unlimited)" } else { "NOT enforced" }
         );
         println!(
@@ -580,7 +595,11 @@ impl Report<'_> {
             );
         }
         println!("gather alone S / mmap (best: {}): {}   bar >= {BAR_GATHER}x: {}", b["gather_mmap_best"].as_str().unwrap_or("-"), f("gather_speedup_vs_mmap_best"), pass("gather_3x"));
-        println!("verified: every finished run equals SolidGraph's batches (nodes, edges, edge ids, feature bytes) over {} batches", self.verified);
+        println!(
+            "verified: every finished run equals SolidGraph's batches (nodes, edges, {}feature bytes) over {} batches",
+            if self.a.order == VertexOrder::Input { "edge ids, " } else { "" },
+            self.verified
+        );
         for f in &self.failures {
             println!("FAILED (shown as killed): {f}");
         }
@@ -611,9 +630,9 @@ struct Out {
     sum: u64,
 }
 
-fn sample_sum(node: &[u64], row: &[u64], col: &[u64], edge: &[u64], feats: &[u8]) -> u64 {
+fn sample_sum(node: &[u64], row: &[u64], col: &[u64], edge: Option<&[u64]>, feats: &[u8]) -> u64 {
     let mut h = Fnv::new();
-    for xs in [node, row, col, edge] {
+    for xs in [node, row, col, edge.unwrap_or_default()] {
         h.add(xs.len() as u64);
         xs.iter().for_each(|&x| h.add(x));
     }
@@ -653,7 +672,7 @@ impl MmapSampler {
         out
     }
 
-    fn sample(&self, seeds: &[u64], fanouts: &[i64], seed: u64) -> Out {
+    fn sample(&self, seeds: &[u64], fanouts: &[i64], seed: u64, edge_ids: bool) -> Out {
         let (mut node, mut row, mut col, mut edge) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut local: HashMap<u64, u64> = HashMap::with_capacity(seeds.len() * 8);
         for &s in seeds {
@@ -685,7 +704,7 @@ impl MmapSampler {
             (start, end) = (end, node.len());
         }
         let feats = self.gather(&node);
-        Out { nodes: node.len() as u64, sum: sample_sum(&node, &row, &col, &edge, &feats) }
+        Out { nodes: node.len() as u64, sum: sample_sum(&node, &row, &col, edge_ids.then_some(&edge[..]), &feats) }
     }
 }
 
@@ -709,7 +728,7 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
                 h.bytes(&f);
                 Out { nodes: b.len() as u64, sum: h.0 }
             } else {
-                s.sample(b, &a.fanouts, a.seed)
+                s.sample(b, &a.fanouts, a.seed, a.edge_ids)
             })
         })?
     } else {
@@ -720,13 +739,16 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
         let o = SampleOptions { fanouts: a.fanouts.clone(), direction: Direction::In, seed: a.seed, tensors: vec!["x".into()], ..Default::default() };
         let run = |b: &[u64]| -> CliResult<Out> {
             Ok(if c.gather() {
-                let r = store.tensor("x", b)?;
+                // Rows are asked for by user id, as the Python API does.
+                let mut ids = b.to_vec();
+                store.to_internal(&mut ids)?;
+                let r = store.tensor("x", &ids)?;
                 let mut h = Fnv::new();
                 h.bytes(&r.data);
                 Out { nodes: b.len() as u64, sum: h.0 }
             } else {
                 let s = sample_neighbors(&store, b, &o)?;
-                Out { nodes: s.node.len() as u64, sum: sample_sum(&s.node, &s.row, &s.col, &s.edge, &s.tensors[0].data) }
+                Out { nodes: s.node.len() as u64, sum: sample_sum(&s.node, &s.row, &s.col, a.edge_ids.then_some(&s.edge[..]), &s.tensors[0].data) }
             })
         };
         if c == Contender::Cached {

@@ -6,8 +6,9 @@
 //! messages flowing from `row` (the sampled neighbor) to `col` (the node it
 //! was sampled for), global `edge` ids, nodes and edges per hop.
 //!
-//! Every draw comes from a generator seeded by (seed, hop, vertex), so the
-//! result depends on the seed alone, not on batching or threads.
+//! Every draw comes from a generator seeded by (seed, hop, user id of the
+//! vertex), so the result depends on the seed alone, not on batching or
+//! threads; positions index the list in the store's order (by store id).
 
 use std::collections::HashMap;
 
@@ -60,8 +61,8 @@ pub struct Sample {
     pub tensors: Vec<Rows>,
 }
 
-/// The generator of one (seed, hop, vertex) draw (public so that baselines
-/// can reproduce the sampler exactly).
+/// The generator of one (seed, hop, vertex) draw, `v` the user's id
+/// (public so that baselines can reproduce the sampler exactly).
 pub fn rng_for(seed: u64, hop: u64, v: u64) -> Xoshiro256PlusPlus {
     let mut z = seed ^ hop.wrapping_mul(0xD1B5_4A32_D192_ED03) ^ v.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -178,16 +179,18 @@ pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resu
                 hi += 1;
             }
             let part = &frontier[lo..hi];
+            let mut user = part.to_vec();
+            store.to_external(&mut user)?;
             // A hub's extent: draw the positions first (the GTT knows its
             // degree) and read only the pages that hold them, not the whole
             // list. Same positions as a full read would draw.
             let degrees = if o.weighted || k == ALL { vec![None; part.len()] } else { store.extent_degrees(part, o.direction)? };
             let mut drawn: Vec<Option<Vec<usize>>> = vec![None; part.len()];
-            for (i, (&v, d)) in part.iter().zip(&degrees).enumerate() {
+            for (i, d) in degrees.iter().enumerate() {
                 if let Some(d) = *d
                     && (o.replace || (k as u64) < d)
                 {
-                    let mut rng = rng_for(o.seed, hop as u64, v);
+                    let mut rng = rng_for(o.seed, hop as u64, user[i]);
                     let mut p = Vec::new();
                     choose(&mut rng, d as usize, k, o.replace, None, &mut p);
                     drawn[i] = Some(p);
@@ -201,7 +204,7 @@ pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resu
             let full: Vec<u64> = (0..part.len()).filter(|&i| drawn[i].is_none()).map(|i| part[i]).collect();
             let csr: Csr = store.neighbors(&full, o.direction, o.weighted, false)?;
             let (mut f, mut q) = (0, 0);
-            for (i, &v) in part.iter().enumerate() {
+            for i in 0..part.len() {
                 let lv = (start + lo + i) as u64;
                 let mut emit = |u: u64, e: u64, out: &mut Sample| {
                     let lu = *local.entry(u).or_insert_with(|| {
@@ -221,7 +224,7 @@ pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resu
                 }
                 let (a, b) = (csr.indptr[f] as usize, csr.indptr[f + 1] as usize);
                 let w = csr.weights.as_ref().map(|w| &w[a..b]);
-                let mut rng = rng_for(o.seed, hop as u64, v);
+                let mut rng = rng_for(o.seed, hop as u64, user[i]);
                 choose(&mut rng, b - a, k, o.replace, w, &mut picks);
                 for &p in &picks {
                     emit(csr.indices[a + p], csr.first_edge[f] + p as u64, &mut out);
