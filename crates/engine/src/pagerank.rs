@@ -7,7 +7,7 @@
 //! of its in-neighbors' rank/out-degree, read from its in-list (the out-list
 //! of an undirected store), so a batch's vertices are summed on both cores
 //! without sharing a write; a push spreads over the cores by giving each a
-//! part of the ranks to write. Each vertex sums its list in list order (an
+//! part of the ranks to write. Each vertex sums its list in a fixed order (an
 //! extent page by page) and whole-graph sums add fixed-size parts in order,
 //! so ranks do not depend on the thread count. A directed store without
 //! in-edges pushes every iteration.
@@ -124,15 +124,6 @@ fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], next:
     let nf = n as f64;
     let dangling = sum_parts(n, |r| deg[r.clone()].iter().zip(&share[r]).filter(|x| *x.0 == 0).map(|x| x.1).sum());
     let base = (1.0 - damping) / nf + damping * dangling / nf;
-    let sum = |list: &[u64]| -> f64 {
-        list.iter()
-            .enumerate()
-            .map(|(k, &u)| {
-                prefetch(share, list, k + AHEAD);
-                share[u as usize]
-            })
-            .sum()
-    };
     lists.chunks(|c| {
         match c {
             Chunk::Pages(rp) => {
@@ -145,21 +136,15 @@ fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], next:
                         || (Vec::new(), Vec::new()),
                         |(ids, rows), page| {
                             rp.page_lists(page, ids, rows)?;
-                            // One sum over the page's lists back to back, so
-                            // the prefetch runs ahead across short lists.
-                            let (mut out, mut acc) = (Vec::with_capacity(rows.len()), 0.0);
-                            for (k, &u) in ids.iter().enumerate() {
-                                prefetch(share, ids, k + AHEAD);
-                                acc += share[u as usize];
-                                // Lists are never empty: only the last id of a
-                                // row can end it.
-                                if rows.get(out.len()).is_some_and(|r| r.1 == k + 1) {
-                                    out.push((rows[out.len()].0, acc));
-                                    acc = 0.0;
-                                }
-                            }
-                            debug_assert_eq!(out.len(), rows.len());
-                            Ok(out)
+                            let mut a = 0;
+                            Ok(rows
+                                .iter()
+                                .map(|&(v, end)| {
+                                    let s = gather_sum(share, ids, a, end);
+                                    a = end;
+                                    (v, s)
+                                })
+                                .collect::<Vec<_>>())
                         },
                     )
                     .collect();
@@ -174,7 +159,14 @@ fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], next:
                 next.iter_mut().for_each(|x| *x = base + damping * *x);
             }
             Chunk::Lists(b) => {
-                let ranks: Vec<f64> = (0..b.len()).into_par_iter().with_min_len(1024).map(|i| base + damping * sum(b.get(i).1)).collect();
+                let ranks: Vec<f64> = (0..b.len())
+                    .into_par_iter()
+                    .with_min_len(1024)
+                    .map(|i| {
+                        let l = b.get(i).1;
+                        base + damping * gather_sum(share, l, 0, l.len())
+                    })
+                    .collect();
                 for (i, r) in ranks.into_iter().enumerate() {
                     next[b.get(i).0 as usize] = r;
                 }
@@ -186,6 +178,29 @@ fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], next:
     Ok(sum_parts(n, |r| {
         next[r.clone()].iter().zip(&share[r.clone()]).zip(&deg[r]).map(|((&x, &s), &d)| (x - if d == 0 { s } else { s * d as f64 }).abs()).sum()
     }))
+}
+
+/// Sum of `share[u]` over `ids[a..b]`. The prefetch looks past `b` into the
+/// lists that follow (a page's lists lie back to back), and four partial
+/// sums keep the adds of a long list from waiting on each other (one
+/// accumulator made every add wait for the one before).
+#[inline]
+fn gather_sum(share: &[f64], ids: &[u64], a: usize, b: usize) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let mut k = a;
+    while k + 4 <= b {
+        for (j, x) in acc.iter_mut().enumerate() {
+            prefetch(share, ids, k + j + AHEAD);
+            *x += share[ids[k + j] as usize];
+        }
+        k += 4;
+    }
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for k in k..b {
+        prefetch(share, ids, k + AHEAD);
+        s += share[ids[k] as usize];
+    }
+    s
 }
 
 /// Sum of `f` over [0, n) in parts of `PART` vertices, computed on all cores
