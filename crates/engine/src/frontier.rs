@@ -1,11 +1,11 @@
 //! How algorithms read neighbor lists: a whole frontier at a time.
 //!
-//! The vertex range is cut into chunks of at most `CHUNK` (pages read,
-//! ids decoded, vertices spanned). For each chunk the frontier's members there are either read with
-//! the chunk (one sequential run of merged large I/Os) when they would touch
-//! a large share of its pages, or batched with other chunks' members into
-//! selective page reads through the cache (Graphene and Blaze make the same
-//! choice). A planner thread cuts the frontier into jobs, two reader
+//! The vertex range is cut into chunks of at most `CHUNK` (pages read, ids
+//! decoded, vertices spanned). For each chunk the frontier's members there
+//! are either read with the chunk (one sequential run of merged large I/Os)
+//! when they would touch a large share of its pages, or batched with other
+//! chunks' members into selective page reads through the cache (Graphene
+//! and Blaze make the same choice). A planner thread cuts the frontier into jobs, two reader
 //! threads run their I/O and decoding ahead of the thread that applies the
 //! algorithm (which may spread a batch's vertices over both cores), and the
 //! batches reach it in the plan's order.
