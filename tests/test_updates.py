@@ -116,3 +116,22 @@ def test_cli_apply_merge_verify(store, tmp_path):
     bad.write_text("+e 0 1\n+e 0 zz\n")
     p = subprocess.run([bin_, "apply", str(store), "--updates", str(bad)], capture_output=True, text=True)
     assert p.returncode == 1 and "bad.txt:2" in p.stderr
+
+
+def test_errors_name_user_ids_on_a_renumbered_store(tmp_path):
+    """Update calls on a store renumbered at import (order="degree") are made
+    and reported in the caller's ids."""
+    path = tmp_path / "deg.sg"
+    # Vertex 5 is the hub, so the store renumbers it first.
+    src, dst = np.array([5, 5, 5, 5, 1, 2]), np.array([0, 1, 2, 3, 2, 4])
+    solidgraph.import_graph(path, (src, dst), undirected=True, order="degree")
+    g = solidgraph.open(path, writable=True)
+    with pytest.raises(solidgraph.SolidGraphError, match=r"edge 0 -> 4 does not exist"):
+        g.delete_edges([0], [4])
+    with pytest.raises(solidgraph.SolidGraphError, match=r"vertex 3 listed twice"):
+        g.delete_vertices([3, 3])
+    g.delete_vertices([4])
+    with pytest.raises(solidgraph.SolidGraphError, match=r"vertex 4 was deleted"):
+        g.add_edges([4], [0])
+    g.delete_edges([5], [0])
+    assert sorted(lists(g, [5])[0]) == [1, 2, 3]

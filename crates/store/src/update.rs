@@ -147,13 +147,23 @@ impl Store {
         let d = self.delta.read().unwrap();
         for &v in ids {
             if v >= n {
-                return Err(StoreError::Invalid(format!("{what}: vertex {v} does not exist (the graph has {n} vertices)")));
+                return Err(StoreError::Invalid(format!("{what}: vertex {} does not exist (the graph has {n} vertices)", self.user_id(v))));
             }
             if d.deleted.contains(&v) {
-                return Err(StoreError::Invalid(format!("{what}: vertex {v} was deleted")));
+                return Err(StoreError::Invalid(format!("{what}: vertex {} was deleted", self.user_id(v))));
             }
         }
         Ok(())
+    }
+
+    /// `v` as the caller named it (update calls take the store's ids), for
+    /// error messages.
+    fn user_id(&self, v: u64) -> u64 {
+        let mut x = [v];
+        match self.to_external(&mut x) {
+            Ok(()) => x[0],
+            Err(_) => v,
+        }
     }
 
     /// Stored entries of edge s -> d (both directions of an undirected edge).
@@ -203,7 +213,7 @@ impl Store {
         self.check_live(ids, "delete_vertices")?;
         let mut seen = FxHashSet::default();
         if let Some(v) = ids.iter().find(|v| !seen.insert(**v)) {
-            return Err(StoreError::Invalid(format!("delete_vertices: vertex {v} listed twice")));
+            return Err(StoreError::Invalid(format!("delete_vertices: vertex {} listed twice", self.user_id(*v))));
         }
         // Edge entries that go: the vertices' lists, and their entries in
         // other lists (known for undirected stores and stores with in-edges).
@@ -277,7 +287,7 @@ impl Store {
         for (i, (&s, &d)) in src.iter().zip(dst).enumerate() {
             let key = if directed { (s, d) } else { (s.min(d), s.max(d)) };
             if now[i].is_none() || !seen.insert(key) {
-                return Err(StoreError::Invalid(format!("delete_edges: edge {s} -> {d} does not exist (or is listed twice)")));
+                return Err(StoreError::Invalid(format!("delete_edges: edge {} -> {} does not exist (or is listed twice)", self.user_id(s), self.user_id(d))));
             }
             gone += Self::entries(directed, s, d);
         }
@@ -304,7 +314,7 @@ impl Store {
         for (i, l) in now.iter().enumerate() {
             match l {
                 Some(l) => labels.push(*l),
-                None => return Err(StoreError::Invalid(format!("update_edge_weights: edge {} -> {} does not exist", src[i], dst[i]))),
+                None => return Err(StoreError::Invalid(format!("update_edge_weights: edge {} -> {} does not exist", self.user_id(src[i]), self.user_id(dst[i])))),
             }
         }
         let op = Op::AddEdges { src: src.to_vec(), dst: dst.to_vec(), weights: Some(weights.to_vec()), labels: self.has_labels().then_some(labels) };
