@@ -253,9 +253,7 @@ pub(crate) fn build_csr(store: &Store, l: &Layout, progress: &Progress) -> CliRe
         let mut ids: Vec<u64> = (start..(start + CSR_BUILD_CHUNK).min(n)).collect();
         store.to_internal(&mut ids)?;
         let mut csr = store.neighbors(&ids, Direction::Out, false, false)?;
-        if store.reordered() {
-            store.to_external(&mut csr.indices)?;
-        }
+        store.to_external(&mut csr.indices)?;
         let mut rbytes = Vec::with_capacity(8 * ids.len());
         for &e in &csr.indptr[1..] {
             rbytes.extend_from_slice(&(off + e).to_le_bytes());
