@@ -158,6 +158,17 @@ pub enum Chunk {
     Lists(Batch),
 }
 
+impl Chunk {
+    /// The vertices [lo, hi) whose lists the chunk holds.
+    pub fn range(&self) -> (u64, u64) {
+        match self {
+            Chunk::Pages(rp) => rp.range(),
+            Chunk::Lists(Batch { rows: Rows::Range { first, members: None }, csr }) => (*first, first + (csr.indptr.len() - 1) as u64),
+            Chunk::Lists(_) => unreachable!("a whole pass reads whole ranges"),
+        }
+    }
+}
+
 /// Lists read in one batch, and which of them the pass visits.
 pub struct Batch {
     rows: Rows,

@@ -51,23 +51,33 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
     let mut next = state::filled(n, 0.0f64);
     // Out-degrees, recorded by the first (push) iteration when later ones pull.
     let mut deg: Vec<u32> = if pull.is_some() { state::filled(n, 0) } else { Vec::new() };
+    // Between pulls `pr` holds shares (rank / out-degree) and this the rank
+    // of the dangling vertices.
+    let mut dangling = 0.0;
     let mut done = 0;
     while done < iterations {
+        let last = done + 1 == iterations;
         let delta = match &pull {
-            Some(lists) if done > 0 => pull_iteration(lists, damping, &pr, &deg, &mut next)?,
+            Some(lists) if done > 0 => {
+                let (delta, d) = pull_iteration(lists, damping, &pr, &deg, dangling, last, &mut next)?;
+                dangling = d;
+                delta
+            }
             _ => push_iteration(&out, damping, &pr, &mut deg, &mut next)?,
         };
         std::mem::swap(&mut pr, &mut next);
         done += 1;
         progress("pagerank", done as u64, iterations as u64);
-        if tol.is_some_and(|t| delta < t) {
-            break;
+        let stop = last || tol.is_some_and(|t| delta < t);
+        if pull.is_some() {
+            if done == 1 && !stop {
+                dangling = to_shares(&mut pr, &deg);
+            } else if done > 1 && stop && !last {
+                to_ranks(&mut pr, &deg);
+            }
         }
-        if pull.is_some() && done < iterations {
-            // Ranks to rank / out-degree for the next pull.
-            pr.par_chunks_mut(PART).zip(deg.par_chunks(PART)).for_each(|(p, d)| {
-                p.iter_mut().zip(d).filter(|x| *x.1 > 0).for_each(|(p, &d)| *p /= d as f64);
-            });
+        if stop {
+            break;
         }
     }
     // Read buffers too: the reindex below holds two rank arrays.
@@ -116,15 +126,19 @@ fn push_iteration(out: &Lists, damping: f64, pr: &[f64], deg: &mut [u32], next: 
     Ok(next.iter().zip(pr).map(|(x, p)| (x - p).abs()).sum())
 }
 
-/// One iteration pulling over in-lists into `next`; `share` holds rank /
+/// One iteration pulling over in-lists into `next`. `share` holds rank /
 /// out-degree (the rank itself for dangling vertices, which are in no
-/// in-list). Returns the L1 change.
-fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], next: &mut [f64]) -> Result<f64> {
-    let n = share.len();
-    let nf = n as f64;
-    let dangling = sum_parts(n, |r| deg[r.clone()].iter().zip(&share[r]).filter(|x| *x.0 == 0).map(|x| x.1).sum());
+/// in-list), `dangling` the dangling vertices' rank. Each chunk's ranks are
+/// finished as it lands, while they are in cache: their change is added up,
+/// and unless this is the `last` iteration they become shares for the next
+/// one. Returns the L1 change and the new dangling rank.
+fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], dangling: f64, last: bool, next: &mut [f64]) -> Result<(f64, f64)> {
+    let nf = share.len() as f64;
     let base = (1.0 - damping) / nf + damping * dangling / nf;
+    let (mut delta, mut next_dangling) = (0.0, 0.0);
     lists.chunks(|c| {
+        let (lo, hi) = c.range();
+        let (lo, hi) = (lo as usize, hi as usize);
         match c {
             Chunk::Pages(rp) => {
                 // Per page, each list's sum (an extent's pages: parts of
@@ -148,36 +162,81 @@ fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], next:
                         },
                     )
                     .collect();
-                let (lo, hi) = rp.range();
-                let next = &mut next[lo as usize..hi as usize];
+                let next = &mut next[lo..hi];
                 next.fill(0.0);
                 for part in parts {
                     for (v, s) in part? {
-                        next[(v - lo) as usize] += s;
+                        next[v as usize - lo] += s;
                     }
                 }
-                next.iter_mut().for_each(|x| *x = base + damping * *x);
             }
             Chunk::Lists(b) => {
-                let ranks: Vec<f64> = (0..b.len())
+                let sums: Vec<f64> = (0..b.len())
                     .into_par_iter()
                     .with_min_len(1024)
                     .map(|i| {
                         let l = b.get(i).1;
-                        base + damping * gather_sum(share, l, 0, l.len())
+                        gather_sum(share, l, 0, l.len())
                     })
                     .collect();
-                for (i, r) in ranks.into_iter().enumerate() {
-                    next[b.get(i).0 as usize] = r;
-                }
+                next[lo..hi].copy_from_slice(&sums);
             }
+        }
+        let finished: Vec<(f64, f64)> = next[lo..hi]
+            .par_chunks_mut(PART)
+            .zip(share[lo..hi].par_chunks(PART).zip(deg[lo..hi].par_chunks(PART)))
+            .map(|(next, (share, deg))| {
+                let (mut delta, mut dangling) = (0.0, 0.0);
+                for ((x, &s), &d) in next.iter_mut().zip(share).zip(deg) {
+                    let r = base + damping * *x;
+                    if d == 0 {
+                        delta += (r - s).abs();
+                        dangling += r;
+                        *x = r;
+                    } else {
+                        delta += (r - s * d as f64).abs();
+                        *x = if last { r } else { r / d as f64 };
+                    }
+                }
+                (delta, dangling)
+            })
+            .collect();
+        for (d, g) in finished {
+            delta += d;
+            next_dangling += g;
         }
         Ok(())
     })?;
-    let next = &*next;
-    Ok(sum_parts(n, |r| {
-        next[r.clone()].iter().zip(&share[r.clone()]).zip(&deg[r]).map(|((&x, &s), &d)| (x - if d == 0 { s } else { s * d as f64 }).abs()).sum()
-    }))
+    Ok((delta, next_dangling))
+}
+
+/// Turns ranks into shares (rank / out-degree) for a pull; returns the rank
+/// of the dangling vertices, which keep theirs.
+fn to_shares(pr: &mut [f64], deg: &[u32]) -> f64 {
+    let parts: Vec<f64> = pr
+        .par_chunks_mut(PART)
+        .zip(deg.par_chunks(PART))
+        .map(|(p, d)| {
+            let mut dangling = 0.0;
+            for (p, &d) in p.iter_mut().zip(d) {
+                if d == 0 {
+                    dangling += *p;
+                } else {
+                    *p /= d as f64;
+                }
+            }
+            dangling
+        })
+        .collect();
+    parts.iter().sum()
+}
+
+/// Shares back to ranks, when a pull that made shares turned out to be the
+/// last one (the tolerance was reached).
+fn to_ranks(pr: &mut [f64], deg: &[u32]) {
+    pr.par_chunks_mut(PART).zip(deg.par_chunks(PART)).for_each(|(p, d)| {
+        p.iter_mut().zip(d).filter(|x| *x.1 > 0).for_each(|(p, &d)| *p *= d as f64);
+    });
 }
 
 /// Sum of `share[u]` over `ids[a..b]`. The prefetch looks past `b` into the
@@ -201,11 +260,4 @@ fn gather_sum(share: &[f64], ids: &[u64], a: usize, b: usize) -> f64 {
         s += share[ids[k] as usize];
     }
     s
-}
-
-/// Sum of `f` over [0, n) in parts of `PART` vertices, computed on all cores
-/// and added in order (the same result for any thread count).
-fn sum_parts(n: usize, f: impl Fn(std::ops::Range<usize>) -> f64 + Sync) -> f64 {
-    let parts: Vec<f64> = (0..n.div_ceil(PART)).into_par_iter().map(|k| f(k * PART..((k + 1) * PART).min(n))).collect();
-    parts.iter().sum()
 }

@@ -17,6 +17,7 @@ mod store;
 mod update;
 pub mod superblock;
 pub mod tensor;
+mod varint;
 mod verify;
 pub mod wal;
 

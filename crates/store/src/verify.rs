@@ -138,7 +138,7 @@ impl Store {
             // and length.
             let mut check_list = |v: u64, block: &[u8], ids: &mut Vec<u64>| -> Result<(usize, usize)> {
                 let bad = |reason: String| corrupt(format!("list of vertex {v}: {reason}"));
-                let blk = fmt.block(block).map_err(bad)?;
+                let blk = fmt.block(block, block.len()).map_err(bad)?;
                 ids.clear();
                 let len = blk.push_ids(ids).map_err(bad)?;
                 if let Some(&bad) = ids.iter().find(|&&x| x >= sb.num_nodes) {
