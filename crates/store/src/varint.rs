@@ -1,15 +1,15 @@
 //! LEB128 varints, and the decoder of a list's gaps.
 //!
-//! A whole-graph pass decodes every edge it reads, a few bytes each, so the
-//! decode is most of its CPU time (PageRank spent 40% of it there). Where
+//! A whole-graph pass decodes every edge it reads, a few bytes each: with
+//! one varint per load the decode took 40% of PageRank's CPU time. Where
 //! SSSE3 and SSE4.1 are present (checked at run time), `push_gaps` decodes
 //! up to four gaps per 16-byte load, as Masked VByte (Plaisance, Kurz and
 //! Lemire, 2015) does for the same bytes: the load's continuation bits index
 //! a table that says how many varints of up to four bytes lie in its first
-//! 12 bytes and how to shuffle them into 32-bit lanes; two multiply-adds
-//! join their 7-bit groups and a prefix sum turns gaps into ids. Gaps of
-//! five bytes or more (ids past 2^28) and the last few gaps of a list are
-//! decoded one at a time.
+//! 12 bytes and how to shuffle them into 32-bit lanes; a subtract and a
+//! multiply-add join their 7-bit groups and a prefix sum turns gaps into
+//! ids. Gaps of five bytes or more (ids past 2^28) and the last few gaps of
+//! a list are decoded one at a time.
 
 /// Bytes of `x` as a varint.
 pub fn len(x: u64) -> usize {
@@ -104,13 +104,13 @@ mod simd {
     }
 
     #[repr(align(16))]
-    struct Rows<const N: usize>([[u8; 16]; N]);
+    struct Rows([[u8; 16]; 256]);
 
     /// Per length code (bits 0-7 of a table entry): the shuffle moving each
     /// varint's bytes to the low bytes of its 32-bit lane, zeros above.
-    static SHUFFLE: Rows<256> = shuffles();
+    static SHUFFLE: Rows = shuffles();
 
-    const fn shuffles() -> Rows<256> {
+    const fn shuffles() -> Rows {
         let mut s = [[0x80u8; 16]; 256];
         let mut code = 0;
         while code < 256 {
@@ -131,24 +131,6 @@ mod simd {
         Rows(s)
     }
 
-    /// Per count minus one: 0x7f in the bytes of the lanes it fills (the
-    /// varints' 7-bit groups), 0 in the others.
-    static KEEP: Rows<4> = keep();
-
-    const fn keep() -> Rows<4> {
-        let mut s = [[0u8; 16]; 4];
-        let mut c = 0;
-        while c < 4 {
-            let mut i = 0;
-            while i < 4 * (c + 1) {
-                s[c][i] = 0x7f;
-                i += 1;
-            }
-            c += 1;
-        }
-        Rows(s)
-    }
-
     /// Decodes from `b[*at..]` while four or more of the `d` gaps remain and
     /// 16 bytes can be loaded; `out` holds the ids decoded so far (`*x` the
     /// last). Leaves the rest to the caller. None: a malformed varint.
@@ -159,6 +141,7 @@ mod simd {
         // b0 + 2^7 b1 in each 16-bit half, then lo + 2^14 hi per lane.
         let high = _mm_set1_epi16(0x7f80);
         let join = _mm_set1_epi32(1 | (1 << 14) << 16);
+        let (lane, seven) = (_mm_setr_epi32(0, 1, 2, 3), _mm_set1_epi8(0x7f));
         while k + 4 <= d && *at + 16 <= b.len() {
             let bytes: &[u8; 16] = b[*at..*at + 16].try_into().expect("16 bytes");
             // SAFETY: reads the 16 bytes just borrowed (unaligned load).
@@ -171,9 +154,10 @@ mod simd {
                 continue;
             }
             let count = (e >> 8 & 3) + 1;
-            // SAFETY: the tables are 16-byte rows, aligned.
-            let (shuffle, keep) =
-                unsafe { (_mm_load_si128(SHUFFLE.0[e & 0xff].as_ptr().cast()), _mm_load_si128(KEEP.0[count - 1].as_ptr().cast())) };
+            // SAFETY: the table's rows are 16 bytes, aligned.
+            let shuffle = unsafe { _mm_load_si128(SHUFFLE.0[e & 0xff].as_ptr().cast()) };
+            // The 7-bit groups of the lanes below `count`; the others 0.
+            let keep = _mm_and_si128(_mm_cmpgt_epi32(_mm_set1_epi32(count as i32), lane), seven);
             let s = _mm_and_si128(_mm_shuffle_epi8(v, shuffle), keep);
             let s = _mm_sub_epi16(s, _mm_and_si128(_mm_srli_epi16::<1>(s), high));
             let g = _mm_madd_epi16(s, join);
