@@ -141,7 +141,10 @@ def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False, d
     raises SolidGraphError ("reopen it") rather than read moved pages.
     `row_cache_bytes` (read-only opens) adds a cache of tensor rows: a hot
     row shares its page with cold ones, so caching rows keeps more hot
-    features per byte; tensor pages then bypass the page cache.
+    features per byte; tensor pages then bypass the page cache. Opening
+    fills it with the rows of the highest-degree vertices, as many as it
+    holds (one read of `row_cache_bytes`; more rows hit from the first
+    batch on).
     `row_admission="all"` admits every row (SIEVE); "hot" admits only rows
     of the vertices of highest degree at import, as many as the budget
     holds (measured worse on Kronecker sampling: 52% of rows hit against

@@ -636,8 +636,9 @@ impl Graph {
 /// enables the update methods; every open replays the write-ahead log.
 /// Pending updates over `delta_budget` bytes are merged into pages by the
 /// write that crosses it (0: only `merge()` merges). `row_cache_bytes`
-/// (read-only opens) caches tensor rows rather than pages; `row_admission`
-/// "all" admits every row, "hot" only rows of the highest-degree vertices.
+/// (read-only opens) caches tensor rows rather than pages, filled at open
+/// with the highest-degree vertices' rows; `row_admission` "all" admits
+/// every row, "hot" only rows of the highest-degree vertices.
 #[pyfunction]
 #[pyo3(signature = (path, cache_bytes=268435456, writable=false, delta_budget=268435456, row_cache_bytes=0, row_admission="all"))]
 pub fn open(py: Python<'_>, path: PathBuf, cache_bytes: u64, writable: bool, delta_budget: u64, row_cache_bytes: u64, row_admission: &str) -> PyResult<Graph> {

@@ -53,8 +53,9 @@ pub struct OpenOptions {
     /// A cache of tensor rows (not pages) with this budget, for read-only
     /// opens: a hot row shares its page with cold ones, so caching rows
     /// holds several times more hot rows per byte. Tensor pages then bypass
-    /// the page cache, which keeps adjacency. 0: rows go through the page
-    /// cache.
+    /// the page cache, which keeps adjacency. Open fills it with the rows
+    /// of the highest-degree vertices (one read of the budget's bytes). 0:
+    /// rows go through the page cache.
     pub row_cache_bytes: u64,
     /// Which rows the row cache takes in.
     pub row_admission: RowAdmission,
@@ -299,7 +300,35 @@ impl Store {
             writer: None,
         };
         s.recover(opts)?;
+        s.warm_rows(opts.row_cache_bytes)?;
         Ok(s)
+    }
+
+    /// Fills the row cache with the rows of the vertices of highest degree
+    /// (the head of the store's hot table), as many as it holds: a cold
+    /// cache otherwise spends its first mini-batches missing exactly the
+    /// hubs' rows that most samples contain. In a degree-ordered store the
+    /// hubs are the first ids, so this is one sequential pass of merged
+    /// reads over the budget's bytes. SIEVE evicts the rows no batch asks
+    /// for first.
+    fn warm_rows(&self, budget: u64) -> Result<()> {
+        // Rows per read: bounds the scratch copy and the pages held.
+        const PART: usize = 16 * 1024;
+        let Some(rc) = &self.shared.rows else { return Ok(()) };
+        let base = self.base();
+        let hot = load_table_prefix(&self.shared.vol, &base.sb.hot, rows_held(&base.sb, budget))?;
+        for ti in 0..base.sb.tensors.len() {
+            let rb = base.sb.tensors[ti].row_bytes() as usize;
+            let mut scratch = Vec::new();
+            for part in hot.chunks(PART) {
+                let mut ids = part.to_vec();
+                ids.sort_unstable();
+                scratch.resize(ids.len() * rb, 0);
+                self.tensor_pages_into(&base, ti, &ids, &mut scratch)?;
+            }
+        }
+        rc.reset_stats();
+        Ok(())
     }
 
     /// A read-only view of the graph as it is now: later updates and merges
@@ -346,9 +375,7 @@ pub(crate) fn load_base(vol: &Volume, sb: Superblock) -> Result<Base> {
 
 /// The row cache for `budget` bytes; see `RowAdmission`.
 fn row_cache(vol: &Volume, sb: &Superblock, budget: u64, admission: RowAdmission) -> Result<PageCache> {
-    // What one vertex's rows are charged in the cache.
-    let vertex_bytes: u64 = sb.tensors.iter().map(|t| crate::cache::charge(t.row_bytes() as usize) as u64).sum();
-    let fits = budget / vertex_bytes.max(1);
+    let fits = rows_held(sb, budget);
     if admission == RowAdmission::All || sb.hot.words == 0 || fits >= sb.hot.words {
         return Ok(PageCache::new(budget as usize));
     }
@@ -363,6 +390,13 @@ fn row_cache(vol: &Volume, sb: &Superblock, budget: u64, admission: RowAdmission
         let v = key & ((1 << 48) - 1);
         bits.get((v / 64) as usize).is_some_and(|w| w >> (v % 64) & 1 == 1)
     })))
+}
+
+/// How many vertices' rows (of every tensor) a row cache of `budget`
+/// bytes holds.
+fn rows_held(sb: &Superblock, budget: u64) -> u64 {
+    let vertex_bytes: u64 = sb.tensors.iter().map(|t| crate::cache::charge(t.row_bytes() as usize) as u64).sum();
+    budget / vertex_bytes.max(1)
 }
 
 pub(crate) fn load_table(vol: &Volume, t: &crate::superblock::Table) -> Result<Vec<u64>> {

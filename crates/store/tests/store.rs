@@ -511,6 +511,14 @@ fn row_cache_admits_the_highest_degree_vertices_rows() {
     let hot = [4, 9, 14, 19, 24, 29, 34, 39, 3];
     assert_eq!(hits(&hot), 9, "every admitted row stays cached");
     assert_eq!(hits(&[8, 13, 0, 1, 2]), 0, "rows past the budget's share of the ranking are not admitted");
+    // Opening fills the cache with the hot rows: they hit before any read.
+    let warm = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: 9 * charge(16) as u64, ..Default::default() }).unwrap();
+    let rows = warm.tensor("x", &hot).unwrap();
+    let st = warm.stats().rows.unwrap();
+    assert_eq!((st.hits, st.misses), (9, 0), "opening fills the row cache with the hubs' rows");
+    for (i, &v) in hot.iter().enumerate() {
+        assert_eq!(rows.data[i * 16..(i + 1) * 16], bytes[v as usize * 16..(v as usize + 1) * 16]);
+    }
     // Admitting every row, cold rows are cached too.
     let all_rows = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: 9 * charge(16) as u64, row_admission: RowAdmission::All, ..Default::default() }).unwrap();
     all_rows.tensor("x", &[8, 13, 0, 1, 2]).unwrap();
