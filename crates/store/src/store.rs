@@ -286,7 +286,13 @@ impl Store {
             });
         }
         let base = load_base(&vol, sb)?;
-        let rows = if opts.row_cache_bytes > 0 && !opts.writable { Some(row_cache(&vol, &base.sb, opts.row_cache_bytes, opts.row_admission)?) } else { None };
+        // The hubs whose rows the row cache starts with (and may admit only).
+        let (rows, hot) = if opts.row_cache_bytes > 0 && !opts.writable {
+            let hot = load_table_prefix(&vol, &base.sb.hot, rows_held(&base.sb, opts.row_cache_bytes))?;
+            (Some(row_cache(&base.sb, opts.row_cache_bytes, opts.row_admission, &hot)?), hot)
+        } else {
+            (None, Vec::new())
+        };
         let mut s = Store {
             shared: Arc::new(Shared {
                 path: path.to_path_buf(),
@@ -300,23 +306,22 @@ impl Store {
             writer: None,
         };
         s.recover(opts)?;
-        s.warm_rows(opts.row_cache_bytes)?;
+        s.warm_rows(&hot)?;
         Ok(s)
     }
 
-    /// Fills the row cache with the rows of the vertices of highest degree
-    /// (the head of the store's hot table), as many as it holds: a cold
+    /// Fills the row cache with the rows of `hot`, the vertices of highest
+    /// degree (the head of the store's hot table) it holds: a cold
     /// cache otherwise spends its first mini-batches missing exactly the
     /// hubs' rows that most samples contain. In a degree-ordered store the
     /// hubs are the first ids, so this is one sequential pass of merged
     /// reads over the budget's bytes. SIEVE evicts the rows no batch asks
     /// for first.
-    fn warm_rows(&self, budget: u64) -> Result<()> {
+    fn warm_rows(&self, hot: &[u64]) -> Result<()> {
         // Rows per read: bounds the scratch copy and the pages held.
         const PART: usize = 16 * 1024;
         let Some(rc) = &self.shared.rows else { return Ok(()) };
         let base = self.base();
-        let hot = load_table_prefix(&self.shared.vol, &base.sb.hot, rows_held(&base.sb, budget))?;
         for ti in 0..base.sb.tensors.len() {
             let rb = base.sb.tensors[ti].row_bytes() as usize;
             let mut scratch = Vec::new();
@@ -373,15 +378,14 @@ pub(crate) fn load_base(vol: &Volume, sb: Superblock) -> Result<Base> {
     Ok(Base { sb, out, inn, tensor_map, tombstones })
 }
 
-/// The row cache for `budget` bytes; see `RowAdmission`.
-fn row_cache(vol: &Volume, sb: &Superblock, budget: u64, admission: RowAdmission) -> Result<PageCache> {
-    let fits = rows_held(sb, budget);
-    if admission == RowAdmission::All || sb.hot.words == 0 || fits >= sb.hot.words {
+/// The row cache for `budget` bytes; see `RowAdmission`. `hot`: the head of
+/// the hot table, as many vertices as the budget holds rows for.
+fn row_cache(sb: &Superblock, budget: u64, admission: RowAdmission, hot: &[u64]) -> Result<PageCache> {
+    if admission == RowAdmission::All || sb.hot.words == 0 || rows_held(sb, budget) >= sb.hot.words {
         return Ok(PageCache::new(budget as usize));
     }
-    let hot = load_table_prefix(vol, &sb.hot, fits)?;
     let mut bits = vec![0u64; sb.num_nodes.div_ceil(64) as usize];
-    for &v in &hot {
+    for &v in hot {
         let word = bits.get_mut((v / 64) as usize).ok_or_else(|| StoreError::Corrupt { page: sb.hot.start, reason: format!("hot table names vertex {v} of {}", sb.num_nodes) })?;
         *word |= 1 << (v % 64);
     }
