@@ -161,11 +161,29 @@ impl PageCache {
     /// Returns the pages in request order. `load` gets the distinct missing
     /// pages, sorted, and returns their (checked) contents in that order.
     pub fn get_many(&self, pages: &[u64], load: impl FnOnce(&[u64]) -> Result<Vec<PageRef>>) -> Result<Vec<PageRef>> {
-        let mut out: Vec<Option<PageRef>> = Vec::with_capacity(pages.len());
+        let (out, missing) = self.lookup(pages);
+        if missing.is_empty() {
+            return Ok(out.into_iter().map(|o| o.expect("all hits")).collect());
+        }
+        let loaded = load(&missing)?;
+        debug_assert_eq!(loaded.len(), missing.len());
+        self.insert(&missing, |j| loaded[j].clone());
+        Ok(pages
+            .iter()
+            .zip(out)
+            .map(|(p, o)| o.unwrap_or_else(|| loaded[missing.binary_search(p).expect("loaded")].clone()))
+            .collect())
+    }
+
+    /// The hits among `keys`, in request order, and the distinct missing
+    /// keys, sorted. A caller that loads the misses into its own buffer
+    /// then offers them with `insert`.
+    pub fn lookup(&self, keys: &[u64]) -> (Vec<Option<PageRef>>, Vec<u64>) {
+        let mut out: Vec<Option<PageRef>> = Vec::with_capacity(keys.len());
         let mut missing: Vec<u64> = Vec::new();
         {
             let mut s = self.inner.lock().unwrap();
-            for &p in pages {
+            for &p in keys {
                 match s.map.get(&p).copied() {
                     Some(i) => {
                         let n = &mut s.nodes[i as usize];
@@ -179,41 +197,39 @@ impl PageCache {
                 }
             }
         }
-        let hits = out.iter().filter(|o| o.is_some()).count();
-        self.hits.fetch_add(hits as u64, Relaxed);
-        if missing.is_empty() {
-            return Ok(out.into_iter().map(|o| o.expect("all hits")).collect());
-        }
+        self.hits.fetch_add((keys.len() - missing.len()) as u64, Relaxed);
         missing.sort_unstable();
         missing.dedup();
         self.misses.fetch_add(missing.len() as u64, Relaxed);
-        let loaded = load(&missing)?;
-        debug_assert_eq!(loaded.len(), missing.len());
-        if self.budget > 0 {
-            let mut s = self.inner.lock().unwrap();
-            'insert: for (&p, d) in missing.iter().zip(&loaded) {
-                if s.map.contains_key(&p) || self.admit.as_ref().is_some_and(|a| !a(p)) {
-                    continue;
+        (out, missing)
+    }
+
+    /// Offers loaded misses (distinct keys): `make(j)` builds `missing[j]`'s
+    /// entry and is called only for keys admitted that fit, so a batch far
+    /// larger than the cache does not build an entry per key.
+    pub fn insert(&self, missing: &[u64], mut make: impl FnMut(usize) -> PageRef) {
+        if self.budget == 0 {
+            return;
+        }
+        let mut s = self.inner.lock().unwrap();
+        'insert: for (j, &p) in missing.iter().enumerate() {
+            if s.map.contains_key(&p) || self.admit.as_ref().is_some_and(|a| !a(p)) {
+                continue;
+            }
+            let d = make(j);
+            while s.bytes + charge(d.len()) > self.budget && !s.map.is_empty() {
+                if !s.evict_one() {
+                    // Everything left is pinned (a batch larger than the
+                    // cache): the rest of the batch is not cached, rather
+                    // than sweeping the whole cache once per page.
+                    break 'insert;
                 }
-                while s.bytes + charge(d.len()) > self.budget && !s.map.is_empty() {
-                    if !s.evict_one() {
-                        // Everything left is pinned (a batch larger than the
-                        // cache): the rest of the batch is not cached, rather
-                        // than sweeping the whole cache once per page.
-                        break 'insert;
-                    }
-                    self.evictions.fetch_add(1, Relaxed);
-                }
-                if s.bytes + charge(d.len()) <= self.budget {
-                    s.push_head(p, d.clone());
-                }
+                self.evictions.fetch_add(1, Relaxed);
+            }
+            if s.bytes + charge(d.len()) <= self.budget {
+                s.push_head(p, d);
             }
         }
-        Ok(pages
-            .iter()
-            .zip(out)
-            .map(|(p, o)| o.unwrap_or_else(|| loaded[missing.binary_search(p).expect("loaded")].clone()))
-            .collect())
     }
 
     pub fn stats(&self) -> CacheStats {

@@ -921,27 +921,47 @@ impl Store {
     }
 
     /// Copies the rows `ids` of tensor `ti` held in pages into `data`
-    /// (row-major); rows without a page yet are left as they are.
+    /// (row-major); rows without a page yet are left as they are. With a
+    /// row cache, hits are copied from it and each missing row is read once,
+    /// straight into `data` where it is first asked for; only the rows the
+    /// cache takes are copied into entries of their own.
     pub(crate) fn tensor_pages_into(&self, base: &Base, ti: usize, ids: &[u64], data: &mut [u8]) -> Result<()> {
-        let Some(rc) = &self.shared.rows else { return self.rows_from_pages(base, ti, ids, data, true) };
-        let rb = base.sb.tensors[ti].row_bytes() as usize;
-        let have: Vec<usize> = (0..ids.len()).filter(|&i| ids[i] < base.sb.tensors[ti].rows).collect();
+        let Some(rc) = &self.shared.rows else { return self.rows_from_pages(base, ti, ids, None, data, true) };
+        let t = &base.sb.tensors[ti];
+        let rb = t.row_bytes() as usize;
+        let have: Vec<usize> = (0..ids.len()).filter(|&i| ids[i] < t.rows).collect();
         let keys: Vec<u64> = have.iter().map(|&i| (ti as u64) << 48 | ids[i]).collect();
-        let got = rc.get_many(&keys, |missing| {
-            let rows: Vec<u64> = missing.iter().map(|k| k & ((1 << 48) - 1)).collect();
-            let mut buf = vec![0u8; rows.len() * rb];
-            self.rows_from_pages(base, ti, &rows, &mut buf, false)?;
-            Ok(buf.chunks_exact(rb.max(1)).map(Arc::from).collect())
-        })?;
+        let (got, missing) = rc.lookup(&keys);
+        // Where each missing row lands first (`missing` is sorted by key).
+        let mut first = vec![usize::MAX; missing.len()];
+        let mut later = Vec::new();
         for (j, &i) in have.iter().enumerate() {
-            data[i * rb..(i + 1) * rb].copy_from_slice(&got[j]);
+            match &got[j] {
+                Some(row) => data[i * rb..(i + 1) * rb].copy_from_slice(row),
+                None => {
+                    let m = missing.binary_search(&keys[j]).expect("a miss");
+                    if first[m] == usize::MAX {
+                        first[m] = i;
+                    } else {
+                        later.push((m, i));
+                    }
+                }
+            }
         }
+        drop(got);
+        let rows: Vec<u64> = missing.iter().map(|k| k & ((1 << 48) - 1)).collect();
+        self.rows_from_pages(base, ti, &rows, Some(&first), data, false)?;
+        for (m, i) in later {
+            data.copy_within(first[m] * rb..(first[m] + 1) * rb, i * rb);
+        }
+        rc.insert(&missing, |m| Arc::from(&data[first[m] * rb..(first[m] + 1) * rb]));
         Ok(())
     }
 
     /// Copies rows `ids` from the tensor's pages, read through the page
-    /// cache or straight from the volume.
-    fn rows_from_pages(&self, base: &Base, ti: usize, ids: &[u64], data: &mut [u8], cached: bool) -> Result<()> {
+    /// cache or straight from the volume, into row `at[i]` of `data` (row
+    /// `i` without `at`).
+    fn rows_from_pages(&self, base: &Base, ti: usize, ids: &[u64], at: Option<&[usize]>, data: &mut [u8], cached: bool) -> Result<()> {
         const TENSOR_PART_PAGES: u64 = 16 * 1024;
         let t = &base.sb.tensors[ti];
         let ps = self.page_size();
@@ -967,7 +987,7 @@ impl Store {
             for &i in rows {
                 let mut off = ids[i] * rb;
                 let end = off + rb;
-                let mut o = i * rb as usize;
+                let mut o = at.map_or(i, |at| at[i]) * rb as usize;
                 while off < end {
                     let (pg, pno) = (fetched.page(k), pages[k]);
                     let h = page::open_kind_trusted(pno, pg, Kind::Tensor)?;
