@@ -163,6 +163,14 @@ impl EdgeFormat {
     }
 }
 
+/// Ids between two checkpoints of `Block::skips`: a sampler that wants a
+/// few positions of a hub's page decodes at most this many ids per
+/// position, not the whole page (~1700 ids).
+pub const SKIP: usize = 64;
+/// Bytes of one checkpoint: the id before it (u64), then its byte offset
+/// in the ids (u32).
+pub const SKIP_RECORD: usize = 12;
+
 /// One list's block in a page, parsed lazily: the ids are decoded by the
 /// caller's method of choice.
 pub struct Block<'a> {
@@ -203,6 +211,45 @@ impl Block<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// Checkpoints of the ids for `push_range`: for positions SKIP, 2 SKIP,
+    /// ... below d, where that id's varint starts and the id before it, as
+    /// `SKIP_RECORD`-byte records appended to `out`.
+    pub fn skips(&self, out: &mut Vec<u8>) -> Result<(), String> {
+        let (mut at, mut x) = (0, 0u64);
+        for k in 1..self.d {
+            x = x.wrapping_add(varint::get(&self.ids[..self.limit], &mut at).ok_or("list ids run past the block")?);
+            if k % SKIP == 0 {
+                out.extend_from_slice(&x.to_le_bytes());
+                out.extend_from_slice(&(at as u32).to_le_bytes());
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the ids at positions [from, to) to `out`, decoding from the
+    /// last checkpoint in `skips` (from `skips`, or none) at or before
+    /// `from`, rather than from the list's start.
+    pub fn push_range(&self, skips: &[u8], from: usize, to: usize, out: &mut Vec<u64>) -> Result<(), String> {
+        if from >= to || to > self.d {
+            return Err(format!("positions {from}..{to} of a list of {}", self.d));
+        }
+        let c = (from / SKIP).min(skips.len() / SKIP_RECORD);
+        let (x, at) = match c {
+            0 => (0, 0),
+            c => {
+                let r = &skips[(c - 1) * SKIP_RECORD..c * SKIP_RECORD];
+                (u64::from_le_bytes(r[..8].try_into().expect("8")), u32_at(r, 8) as usize)
+            }
+        };
+        if at > self.limit {
+            return Err("checkpoint past the block".into());
+        }
+        let base = out.len();
+        varint::push_gaps_from(&self.ids[at..], self.limit - at, to - c * SKIP, x, out).ok_or("list ids run past the block")?;
+        out.drain(base..base + from - c * SKIP);
+        Ok(())
     }
 
     pub fn label_at(&self, i: usize) -> u32 {
@@ -348,6 +395,8 @@ mod tests {
         fn blocks_round_trip(
             gaps in proptest::collection::vec((0u32..64, any::<u64>()), 1..300),
             short: bool,
+            from: usize,
+            to: usize,
             weights: bool,
             labels: bool,
         ) {
@@ -380,6 +429,19 @@ mod tests {
             prop_assert_eq!(&got, &ids);
             let k = ids.len() / 2;
             prop_assert_eq!(b.find(ids[k]).unwrap().map(|j| ids[j]), Some(ids[k]));
+            // Any range, from the checkpoints or from the start.
+            let mut skips = Vec::new();
+            b.skips(&mut skips).unwrap();
+            prop_assert_eq!(skips.len(), (ids.len() - 1) / SKIP * SKIP_RECORD);
+            let (from, to) = (from % ids.len(), to % ids.len());
+            let (from, to) = (from.min(to), from.max(to) + 1);
+            for s in [&skips[..], &[]] {
+                let mut r = vec![7];
+                b.push_range(s, from, to, &mut r).unwrap();
+                prop_assert_eq!(&r[1..], &ids[from..to]);
+            }
+            prop_assert!(b.push_range(&skips, to, to, &mut got).is_err());
+            prop_assert!(b.push_range(&skips, 0, ids.len() + 1, &mut got).is_err());
             if weights {
                 let mut w = Vec::new();
                 b.push_weights(&mut w);

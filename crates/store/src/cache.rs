@@ -232,6 +232,10 @@ impl PageCache {
         }
     }
 
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
     pub fn stats(&self) -> CacheStats {
         CacheStats {
             hits: self.hits.load(Relaxed),

@@ -14,8 +14,9 @@ use crate::store::{Base, Csr, Direction, Store, check_columns};
 
 /// Pages fetched for one read, in the order asked.
 pub enum Fetched {
-    /// Shared with the page cache.
-    Cached(Vec<PageRef>),
+    /// Shared with the page cache: entries of `page_size` bytes, an extent
+    /// page's followed by its checkpoints (`Block::skips`).
+    Cached { refs: Vec<PageRef>, page_size: usize },
     /// In the buffers of one volume read; `at[k]`: the slot of page k.
     Direct { got: Pages, at: Vec<u32> },
 }
@@ -24,8 +25,16 @@ impl Fetched {
     /// The k-th page asked for.
     pub fn page(&self, k: usize) -> &[u8] {
         match self {
-            Fetched::Cached(refs) => &refs[k],
+            Fetched::Cached { refs, page_size } => &refs[k][..*page_size],
             Fetched::Direct { got, at } => got.page(at[k] as usize),
+        }
+    }
+
+    /// The checkpoints kept with the k-th page (empty when none).
+    pub fn skips(&self, k: usize) -> &[u8] {
+        match self {
+            Fetched::Cached { refs, page_size } => &refs[k][*page_size..],
+            Fetched::Direct { .. } => &[],
         }
     }
 }

@@ -52,7 +52,13 @@ pub fn get(b: &[u8], at: &mut usize) -> Option<u64> {
 /// the bytes after `limit` are only read ahead. Returns the bytes the gaps
 /// take, or None when they are malformed or run past `limit`.
 pub fn push_gaps(b: &[u8], limit: usize, d: usize, out: &mut Vec<u64>) -> Option<usize> {
-    let (mut at, mut x) = (0, 0u64);
+    push_gaps_from(b, limit, d, 0, out)
+}
+
+/// `push_gaps` for gaps that continue a list whose last id so far is `x`
+/// (a decode that starts at a checkpoint).
+pub fn push_gaps_from(b: &[u8], limit: usize, d: usize, mut x: u64, out: &mut Vec<u64>) -> Option<usize> {
+    let mut at = 0;
     let base = out.len();
     out.reserve(d);
     #[cfg(target_arch = "x86_64")]
