@@ -986,7 +986,7 @@ impl Store {
     /// cache or straight from the volume, into row `at[i]` of `data` (row
     /// `i` without `at`).
     fn rows_from_pages(&self, base: &Base, ti: usize, ids: &[u64], at: Option<&[usize]>, data: &mut [u8], cached: bool) -> Result<()> {
-        const TENSOR_PART_PAGES: u64 = 16 * 1024;
+        const TENSOR_PART_PAGES: u64 = 4096;
         let t = &base.sb.tensors[ti];
         let ps = self.page_size();
         let rb = t.row_bytes();
