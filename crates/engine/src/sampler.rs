@@ -10,10 +10,9 @@
 //! vertex), so the result depends on the seed alone, not on batching or
 //! threads; positions index the list in the store's order (by store id).
 
-use std::collections::HashMap;
-
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use rustc_hash::FxHashMap;
 use solidgraph_store::{Csr, Direction, Rows, Store};
 
 use crate::error::{EngineError, Result};
@@ -152,7 +151,8 @@ pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resu
     store.to_internal(&mut seeds)?;
     let seeds = &seeds[..];
     let mut out = Sample::default();
-    let mut local: HashMap<u64, u64> = HashMap::with_capacity(seeds.len() * 8);
+    // Fx, not SipHash: a [25, 10] batch of 1024 seeds probes it ~280K times.
+    let mut local: FxHashMap<u64, u64> = FxHashMap::with_capacity_and_hasher(seeds.len() * 8, Default::default());
     for &s in seeds {
         local.entry(s).or_insert_with(|| {
             out.node.push(s);

@@ -574,7 +574,7 @@ impl Store {
     pub(crate) fn fetch(&self, pages: &[u64]) -> Result<Fetched> {
         let fmt = self.base().sb.fmt;
         let keep = self.shared.cache.budget() > 0;
-        let mut tail = Vec::new();
+        let (mut tail, mut scratch) = (Vec::new(), Vec::new());
         self.shared
             .cache
             .get_many(pages, |missing| {
@@ -586,9 +586,9 @@ impl Store {
                     tail.clear();
                     if keep && h.kind == Kind::Extent && h.count as usize > SKIP {
                         // A block that does not parse is reported by its reader.
-                        let _ = fmt.extent_block(pg, &h).and_then(|b| b.skips(&mut tail));
+                        let _ = fmt.extent_block(pg, &h).and_then(|b| b.skips(&mut scratch, &mut tail));
                     }
-                    out.push(if tail.is_empty() { Arc::from(pg) } else { Arc::from([pg, &tail[..]].concat()) });
+                    out.push(entry(pg, &tail));
                 }
                 Ok(out)
             })
@@ -1030,6 +1030,16 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// A page cache entry: the page, then `tail`, copied once.
+fn entry(pg: &[u8], tail: &[u8]) -> Arc<[u8]> {
+    let mut e = Arc::<[u8]>::new_uninit_slice(pg.len() + tail.len());
+    let dst = Arc::get_mut(&mut e).expect("a new Arc is unique");
+    dst[..pg.len()].write_copy_of_slice(pg);
+    dst[pg.len()..].write_copy_of_slice(tail);
+    // SAFETY: both parts were written just above.
+    unsafe { e.assume_init() }
 }
 
 /// Page `j` of vertex `v`'s extent, as fetched: its header, epoch and edge
