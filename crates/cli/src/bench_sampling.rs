@@ -634,8 +634,19 @@ impl Fnv {
     fn add(&mut self, x: u64) {
         self.0 = (self.0 ^ x).wrapping_mul(0x0000_0100_0000_01b3);
     }
+    /// Four independent lanes folded at the end: one multiply chain over a
+    /// batch's 40 MB of features was ~3% of a sampling run's CPU, inside
+    /// the timed batch.
     fn bytes(&mut self, b: &[u8]) {
-        b.chunks(8).for_each(|c| {
+        let mut lanes = [self.0, self.0 ^ 1, self.0 ^ 2, self.0 ^ 3];
+        let mut words = b.chunks_exact(32);
+        for w in &mut words {
+            for (j, l) in lanes.iter_mut().enumerate() {
+                *l = (*l ^ u64::from_le_bytes(w[8 * j..8 * j + 8].try_into().expect("8 bytes"))).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        lanes.iter().for_each(|&l| self.add(l));
+        words.remainder().chunks(8).for_each(|c| {
             let mut w = [0u8; 8];
             w[..c.len()].copy_from_slice(c);
             self.add(u64::from_le_bytes(w));
