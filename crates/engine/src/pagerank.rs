@@ -5,11 +5,11 @@
 //! The first iteration pushes each vertex's rank over its out-edges and
 //! records the out-degrees. Later ones pull: a vertex's new rank is the sum
 //! of its in-neighbors' rank/out-degree, read from its in-list (the out-list
-//! of an undirected store), so a batch's vertices are summed on both cores
-//! without sharing a write; a push spreads over the cores by giving each a
-//! part of the ranks to write. Each vertex sums its list in a fixed order (an
-//! extent page by page) and whole-graph sums add fixed-size parts in order,
-//! so ranks do not depend on the thread count. A directed store without
+//! of an undirected store), so chunks are summed on both cores without
+//! sharing a write; a push spreads over the cores by giving each a part of
+//! the ranks to write. Each vertex sums its list in a fixed order (an
+//! extent page by page) and whole-graph sums add fixed parts (chunks, cut by
+//! the store's pages) in order, so ranks do not depend on the thread count. A directed store without
 //! in-edges pushes every iteration.
 
 use rayon::prelude::*;
@@ -128,86 +128,81 @@ fn push_iteration(out: &Lists, damping: f64, pr: &[f64], deg: &mut [u32], next: 
 
 /// One iteration pulling over in-lists into `next`. `share` holds rank /
 /// out-degree (the rank itself for dangling vertices, which are in no
-/// in-list), `dangling` the dangling vertices' rank. Each chunk's ranks are
-/// finished as it lands, while they are in cache: their change is added up,
-/// and unless this is the `last` iteration they become shares for the next
-/// one. Returns the L1 change and the new dangling rank.
+/// in-list), `dangling` the dangling vertices' rank. A chunk is summed and
+/// its ranks finished on one thread, while they are in cache: their change
+/// is added up, and unless this is the `last` iteration they become shares
+/// for the next one. Returns the L1 change and the new dangling rank, added
+/// up in chunk order.
 fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], dangling: f64, last: bool, next: &mut [f64]) -> Result<(f64, f64)> {
     let nf = share.len() as f64;
     let base = (1.0 - damping) / nf + damping * dangling / nf;
-    let (mut delta, mut next_dangling) = (0.0, 0.0);
-    lists.chunks(|c| {
+    let next = Ranges::new(next);
+    let parts = lists.chunks(|c| {
         let (lo, hi) = c.range();
         let (lo, hi) = (lo as usize, hi as usize);
+        // SAFETY: `Lists::chunks` hands out disjoint ranges.
+        let next = unsafe { next.get(lo, hi) };
         match c {
             Chunk::Pages(rp) => {
-                // Per page, each list's sum (an extent's pages: parts of
-                // one vertex's, added in page order below).
-                let parts: Vec<Result<Vec<(u64, f64)>>> = (0..rp.num_pages())
-                    .into_par_iter()
-                    .with_min_len(16)
-                    .map_init(
-                        || (Vec::new(), Vec::new()),
-                        |(ids, rows), page| {
-                            rp.page_lists(page, ids, rows)?;
-                            let mut a = 0;
-                            Ok(rows
-                                .iter()
-                                .map(|&(v, end)| {
-                                    let s = gather_sum(share, ids, a, end);
-                                    a = end;
-                                    (v, s)
-                                })
-                                .collect::<Vec<_>>())
-                        },
-                    )
-                    .collect();
-                let next = &mut next[lo..hi];
+                // An extent's pages add their parts of one list in page order.
                 next.fill(0.0);
-                for part in parts {
-                    for (v, s) in part? {
-                        next[v as usize - lo] += s;
+                let (mut ids, mut rows) = (Vec::new(), Vec::new());
+                for page in 0..rp.num_pages() {
+                    rp.page_lists(page, &mut ids, &mut rows)?;
+                    let mut a = 0;
+                    for &(v, end) in &rows {
+                        next[v as usize - lo] += gather_sum(share, &ids, a, end);
+                        a = end;
                     }
                 }
             }
             Chunk::Lists(b) => {
-                let sums: Vec<f64> = (0..b.len())
-                    .into_par_iter()
-                    .with_min_len(1024)
-                    .map(|i| {
-                        let l = b.get(i).1;
-                        gather_sum(share, l, 0, l.len())
-                    })
-                    .collect();
-                next[lo..hi].copy_from_slice(&sums);
+                for (i, x) in next.iter_mut().enumerate() {
+                    let l = b.get(i).1;
+                    *x = gather_sum(share, l, 0, l.len());
+                }
             }
         }
-        let finished: Vec<(f64, f64)> = next[lo..hi]
-            .par_chunks_mut(PART)
-            .zip(share[lo..hi].par_chunks(PART).zip(deg[lo..hi].par_chunks(PART)))
-            .map(|(next, (share, deg))| {
-                let (mut delta, mut dangling) = (0.0, 0.0);
-                for ((x, &s), &d) in next.iter_mut().zip(share).zip(deg) {
-                    let r = base + damping * *x;
-                    if d == 0 {
-                        delta += (r - s).abs();
-                        dangling += r;
-                        *x = r;
-                    } else {
-                        delta += (r - s * d as f64).abs();
-                        *x = if last { r } else { r / d as f64 };
-                    }
-                }
-                (delta, dangling)
-            })
-            .collect();
-        for (d, g) in finished {
-            delta += d;
-            next_dangling += g;
+        let (mut delta, mut dangling) = (0.0, 0.0);
+        for ((x, &s), &d) in next.iter_mut().zip(&share[lo..hi]).zip(&deg[lo..hi]) {
+            let r = base + damping * *x;
+            if d == 0 {
+                delta += (r - s).abs();
+                dangling += r;
+                *x = r;
+            } else {
+                delta += (r - s * d as f64).abs();
+                *x = if last { r } else { r / d as f64 };
+            }
         }
-        Ok(())
+        Ok((delta, dangling))
     })?;
-    Ok((delta, next_dangling))
+    Ok(parts.iter().fold((0.0, 0.0), |(d, g), &(x, y)| (d + x, g + y)))
+}
+
+/// A rank array written by chunk tasks, each in its own vertex range.
+struct Ranges<'a> {
+    ptr: *mut f64,
+    len: usize,
+    _borrow: std::marker::PhantomData<&'a mut [f64]>,
+}
+
+// SAFETY: tasks touch disjoint ranges (`get`'s contract).
+unsafe impl Send for Ranges<'_> {}
+unsafe impl Sync for Ranges<'_> {}
+
+impl<'a> Ranges<'a> {
+    fn new(x: &'a mut [f64]) -> Self {
+        Ranges { ptr: x.as_mut_ptr(), len: x.len(), _borrow: std::marker::PhantomData }
+    }
+
+    /// SAFETY: no two slices alive at once may overlap.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn get(&self, lo: usize, hi: usize) -> &mut [f64] {
+        assert!(lo <= hi && hi <= self.len, "range [{lo}, {hi}) outside {} ranks", self.len);
+        // SAFETY: in bounds (asserted), borrowed for 'a, disjoint by contract.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(lo), hi - lo) }
+    }
 }
 
 /// Turns ranks into shares (rank / out-degree) for a pull; returns the rank
