@@ -294,6 +294,29 @@ impl<'a> Lists<'a> {
         self.ranges.iter().zip(&self.range_pages).map(chunk).sum()
     }
 
+    /// Cuts [0, n) into `parts` vertex ranges holding about equal shares of
+    /// the first direction's edges (by its GTT, at page bounds): in a
+    /// degree-ordered store the first ids hold most edges, so equal id
+    /// ranges gave one part nearly all the work (PageRank's push on two
+    /// cores ran on one). Returns the `parts + 1` bounds, ascending.
+    pub fn edge_cuts(&self, parts: usize) -> Vec<u64> {
+        let (g, n) = (&self.gtts[0], self.store.num_nodes());
+        let total = if g.is_empty() { 0 } else { g.edges_before(g.len() - 1) };
+        let mut cuts = vec![0];
+        for p in 1..parts.max(1) {
+            let want = total / parts as u64 * p as u64;
+            let (mut i, mut j) = (0, g.len());
+            while i < j {
+                let m = (i + j) / 2;
+                if g.edges_before(m) < want { i = m + 1 } else { j = m }
+            }
+            let cut = if i < g.len() { g.first_vertex(i).min(n) } else { n };
+            cuts.push(cut.max(*cuts.last().unwrap()));
+        }
+        cuts.push(n);
+        cuts
+    }
+
     /// During a pass over `Frontier::Set`: a member added below this will
     /// not be visited in the pass (its part of the set was already read).
     pub fn planned(&self) -> u64 {

@@ -47,6 +47,8 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
     } else {
         None
     };
+    // The push's parts of the ranks, by the edges that land in them.
+    let cuts = pull.as_ref().unwrap_or(&out).edge_cuts(rayon::current_num_threads());
     let mut pr = state::filled(n, 1.0 / nf);
     let mut next = state::filled(n, 0.0f64);
     // Out-degrees, recorded by the first (push) iteration when later ones pull.
@@ -63,7 +65,7 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
                 dangling = d;
                 delta
             }
-            _ => push_iteration(&out, damping, &pr, &mut deg, &mut next)?,
+            _ => push_iteration(&out, &cuts, damping, &pr, &mut deg, &mut next)?,
         };
         std::mem::swap(&mut pr, &mut next);
         done += 1;
@@ -87,17 +89,25 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
 
 /// One iteration pushing `pr` over the out-lists into `next`, in id order;
 /// records out-degrees into `deg` unless it is empty. Returns the L1 change.
-/// Each core owns a part of `next` and applies the batch's edges into it:
-/// every rank receives its shares in the same order for any thread count.
-fn push_iteration(out: &Lists, damping: f64, pr: &[f64], deg: &mut [u32], next: &mut [f64]) -> Result<f64> {
+/// Each core owns a part of `next` (`cuts`: equal shares of the edges, not
+/// of the ids, whose first few hold most edges) and applies the batch's
+/// edges into it: every rank receives its shares in the same order for any
+/// thread count.
+fn push_iteration(out: &Lists, cuts: &[u64], damping: f64, pr: &[f64], deg: &mut [u32], next: &mut [f64]) -> Result<f64> {
     let nf = pr.len() as f64;
     next.iter_mut().for_each(|x| *x = 0.0);
     let mut dangling = 0.0f64;
     let record = !deg.is_empty();
-    let part = pr.len().div_ceil(rayon::current_num_threads()).max(1);
+    let mut parts: Vec<(u64, &mut [f64])> = Vec::with_capacity(cuts.len());
+    let mut rest = &mut *next;
+    for w in cuts.windows(2) {
+        let (mine, tail) = rest.split_at_mut((w[1] - w[0]) as usize);
+        parts.push((w[0], mine));
+        rest = tail;
+    }
     out.batches(Frontier::All, |b| {
-        next.par_chunks_mut(part).enumerate().for_each(|(p, mine)| {
-            let lo = (p * part) as u64;
+        parts.par_iter_mut().for_each(|(lo, mine)| {
+            let lo = *lo;
             for i in 0..b.len() {
                 let (v, nbrs, _) = b.get(i);
                 if nbrs.is_empty() {
