@@ -153,6 +153,16 @@ impl Bitset {
     }
 }
 
+/// A chunk task's hold on one of `Lists::chunks`' slots.
+struct Slot<'a>(&'a (Mutex<usize>, Condvar));
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        *self.0.0.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        self.0.1.notify_one();
+    }
+}
+
 /// One chunk of a whole pass (`Lists::chunks`).
 pub enum Chunk {
     Pages(RangePages),
@@ -392,23 +402,25 @@ impl<'a> Lists<'a> {
                 let (lo, hi) = c.range();
                 assert!(covered <= lo && lo <= hi, "chunk [{lo}, {hi}) overlaps the one before (up to {covered})");
                 covered = hi;
-                *busy.0.lock().unwrap() += 1;
+                *busy.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
                 let at = k;
                 k += 1;
                 s.spawn(move |_| {
+                    // Gives the slot back even if `f` panics: the wait
+                    // below would otherwise never end, and the scope
+                    // could not pass the panic on.
+                    let _slot = Slot(busy);
                     let r = f(&c);
                     if let Chunk::Lists(b) = c {
                         self.recycle([b.csr]);
                     }
                     done.lock().unwrap().push((at, r));
-                    *busy.0.lock().unwrap() -= 1;
-                    busy.1.notify_one();
                 });
                 // Waiting here, before the next chunk is taken, keeps the
                 // chunks alive to the readers' plus the threads'.
-                let mut n = busy.0.lock().unwrap();
+                let mut n = busy.0.lock().unwrap_or_else(|e| e.into_inner());
                 while *n >= threads {
-                    n = busy.1.wait(n).unwrap();
+                    n = busy.1.wait(n).unwrap_or_else(|e| e.into_inner());
                 }
                 drop(n);
                 let mut done = done.lock().unwrap();
