@@ -9,8 +9,8 @@
 //! sharing a write; a push spreads over the cores by giving each a part of
 //! the ranks to write. Each vertex sums its list in a fixed order (an
 //! extent page by page) and whole-graph sums add fixed parts (chunks, cut by
-//! the store's pages) in order, so ranks do not depend on the thread count. A directed store without
-//! in-edges pushes every iteration.
+//! the store's pages) in order, so ranks do not depend on the thread count.
+//! A directed store without in-edges pushes every iteration.
 
 use rayon::prelude::*;
 use solidgraph_store::{Direction, Store};
