@@ -1,5 +1,6 @@
 //! Page cache with a byte budget and SIEVE eviction (Zhang et al., NSDI'24;
-//! GraphBolt measured it best for feature reads).
+//! GraphBolt measured it best for feature reads). Feature rows have a cache
+//! of their own (`rowcache.rs`).
 //!
 //! Pages are `Arc<[u8]>`: a caller holding one pins it, and eviction skips
 //! pinned pages. A batch looks up all its pages under one lock, loads every
@@ -133,13 +134,8 @@ pub struct CacheStats {
     pub budget: u64,
 }
 
-/// Decides whether a missed key may enter the cache.
-pub type Admit = Box<dyn Fn(u64) -> bool + Send + Sync>;
-
 pub struct PageCache {
     budget: usize,
-    /// None: every miss is inserted.
-    admit: Option<Admit>,
     inner: Mutex<Sieve>,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -148,14 +144,7 @@ pub struct PageCache {
 
 impl PageCache {
     pub fn new(budget: usize) -> PageCache {
-        PageCache { budget, admit: None, inner: Mutex::new(Sieve::new()), hits: AtomicU64::new(0), misses: AtomicU64::new(0), evictions: AtomicU64::new(0) }
-    }
-
-    /// A cache that inserts only the misses `admit` accepts (the others are
-    /// returned, not kept): a scan-resistant cache for keys whose future use
-    /// is known to be skewed.
-    pub fn with_admission(budget: usize, admit: Admit) -> PageCache {
-        PageCache { admit: Some(admit), ..PageCache::new(budget) }
+        PageCache { budget, inner: Mutex::new(Sieve::new()), hits: AtomicU64::new(0), misses: AtomicU64::new(0), evictions: AtomicU64::new(0) }
     }
 
     /// Returns the pages in request order. `load` gets the distinct missing
@@ -176,9 +165,8 @@ impl PageCache {
     }
 
     /// The hits among `keys`, in request order, and the distinct missing
-    /// keys, sorted. A caller that loads the misses into its own buffer
-    /// then offers them with `insert`.
-    pub fn lookup(&self, keys: &[u64]) -> (Vec<Option<PageRef>>, Vec<u64>) {
+    /// keys, sorted.
+    fn lookup(&self, keys: &[u64]) -> (Vec<Option<PageRef>>, Vec<u64>) {
         let mut out: Vec<Option<PageRef>> = Vec::with_capacity(keys.len());
         let mut missing: Vec<u64> = Vec::new();
         {
@@ -205,15 +193,15 @@ impl PageCache {
     }
 
     /// Offers loaded misses (distinct keys): `make(j)` builds `missing[j]`'s
-    /// entry and is called only for keys admitted that fit, so a batch far
-    /// larger than the cache does not build an entry per key.
-    pub fn insert(&self, missing: &[u64], mut make: impl FnMut(usize) -> PageRef) {
+    /// entry and is called only for keys that fit, so a batch far larger
+    /// than the cache does not build an entry per key.
+    fn insert(&self, missing: &[u64], mut make: impl FnMut(usize) -> PageRef) {
         if self.budget == 0 {
             return;
         }
         let mut s = self.inner.lock().unwrap();
         'insert: for (j, &p) in missing.iter().enumerate() {
-            if s.map.contains_key(&p) || self.admit.as_ref().is_some_and(|a| !a(p)) {
+            if s.map.contains_key(&p) {
                 continue;
             }
             let d = make(j);
@@ -297,23 +285,6 @@ mod tests {
         c.get_many(&[1, 9, 2], load).unwrap();
         assert_eq!(c.stats().hits, 1, "invalidated pages were served");
         assert!(c.stats().bytes as usize <= 4 * charge(16));
-    }
-
-    #[test]
-    fn only_admitted_keys_are_kept() {
-        let c = PageCache::with_admission(4 * charge(16), Box::new(|p| p % 2 == 0));
-        let load = |ps: &[u64]| Ok(ps.iter().map(|&p| page(p)).collect());
-        let got = c.get_many(&[1, 2, 3, 4], load).unwrap();
-        assert_eq!(got.iter().map(|g| g[0]).collect::<Vec<_>>(), [1, 2, 3, 4]);
-        assert_eq!(c.stats().bytes as usize, 2 * charge(16));
-        c.reset_stats();
-        c.get_many(&[1, 2, 3, 4], load).unwrap();
-        assert_eq!((c.stats().hits, c.stats().misses), (2, 2));
-        // Odd keys never push even ones out.
-        c.get_many(&(5..1000).filter(|p| p % 2 == 1).collect::<Vec<_>>(), load).unwrap();
-        c.reset_stats();
-        c.get_many(&[2, 4], load).unwrap();
-        assert_eq!(c.stats().hits, 2);
     }
 
     #[test]

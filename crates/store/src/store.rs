@@ -13,6 +13,7 @@ use solidgraph_io::{BackendChoice, MemberStats, Volume, VolumeOptions};
 
 use crate::adjacency::{Block, SKIP, find_in_packed};
 use crate::cache::{CacheStats, PageCache};
+use crate::rowcache::RowCache;
 use crate::delta::Delta;
 use crate::update::Writer;
 use crate::error::{Result, StoreError, file_err};
@@ -187,7 +188,7 @@ struct Shared {
     cache: PageCache,
     /// Tensor rows keyed `tensor << 48 | row` (same SIEVE cache, other
     /// keys). Only in read-only opens: no merge here can change a row.
-    rows: Option<PageCache>,
+    rows: Option<RowCache>,
     order: crate::order::OrderMaps,
 }
 
@@ -380,27 +381,24 @@ pub(crate) fn load_base(vol: &Volume, sb: Superblock) -> Result<Base> {
 
 /// The row cache for `budget` bytes; see `RowAdmission`. `hot`: the head of
 /// the hot table, as many vertices as the budget holds rows for.
-fn row_cache(sb: &Superblock, budget: u64, admission: RowAdmission, hot: &[u64]) -> Result<PageCache> {
+fn row_cache(sb: &Superblock, budget: u64, admission: RowAdmission, hot: &[u64]) -> Result<RowCache> {
+    let row_bytes: Vec<usize> = sb.tensors.iter().map(|t| t.row_bytes() as usize).collect();
     if admission == RowAdmission::All || sb.hot.words == 0 || rows_held(sb, budget) >= sb.hot.words {
-        return Ok(PageCache::new(budget as usize));
+        return Ok(RowCache::new(budget as usize, &row_bytes, None));
     }
     let mut bits = vec![0u64; sb.num_nodes.div_ceil(64) as usize];
     for &v in hot {
         let word = bits.get_mut((v / 64) as usize).ok_or_else(|| StoreError::Corrupt { page: sb.hot.start, reason: format!("hot table names vertex {v} of {}", sb.num_nodes) })?;
         *word |= 1 << (v % 64);
     }
-    // Keys are `tensor << 48 | row`.
-    Ok(PageCache::with_admission(budget as usize, Box::new(move |key| {
-        let v = key & ((1 << 48) - 1);
-        bits.get((v / 64) as usize).is_some_and(|w| w >> (v % 64) & 1 == 1)
-    })))
+    Ok(RowCache::new(budget as usize, &row_bytes, Some(Box::new(move |v| bits.get((v / 64) as usize).is_some_and(|w| w >> (v % 64) & 1 == 1)))))
 }
 
 /// How many vertices' rows (of every tensor) a row cache of `budget`
 /// bytes holds.
 fn rows_held(sb: &Superblock, budget: u64) -> u64 {
-    let vertex_bytes: u64 = sb.tensors.iter().map(|t| crate::cache::charge(t.row_bytes() as usize) as u64).sum();
-    budget / vertex_bytes.max(1)
+    let row_bytes: Vec<usize> = sb.tensors.iter().map(|t| t.row_bytes() as usize).collect();
+    RowCache::rows_held(budget as usize, &row_bytes) as u64
 }
 
 pub(crate) fn load_table(vol: &Volume, t: &crate::superblock::Table) -> Result<Vec<u64>> {
@@ -926,7 +924,7 @@ impl Store {
             let base = self.base();
             let ti = tensor_index(&base.sb, name)?;
             let t = &base.sb.tensors[ti];
-            let mut data = vec![0u8; ids.len() * t.row_bytes() as usize];
+            let mut data = crate::mem::zeroed(ids.len() * t.row_bytes() as usize);
             self.tensor_pages_into(&base, ti, ids, &mut data)?;
             let delta = self.delta.read().unwrap();
             if delta.epoch != base.sb.epoch {
@@ -954,31 +952,25 @@ impl Store {
         let t = &base.sb.tensors[ti];
         let rb = t.row_bytes() as usize;
         let have: Vec<usize> = (0..ids.len()).filter(|&i| ids[i] < t.rows).collect();
-        let keys: Vec<u64> = have.iter().map(|&i| (ti as u64) << 48 | ids[i]).collect();
-        let (got, missing) = rc.lookup(&keys);
-        // Where each missing row lands first (`missing` is sorted by key).
-        let mut first = vec![usize::MAX; missing.len()];
-        let mut later = Vec::new();
-        for (j, &i) in have.iter().enumerate() {
-            match &got[j] {
-                Some(row) => data[i * rb..(i + 1) * rb].copy_from_slice(row),
-                None => {
-                    let m = missing.binary_search(&keys[j]).expect("a miss");
-                    if first[m] == usize::MAX {
-                        first[m] = i;
-                    } else {
-                        later.push((m, i));
-                    }
-                }
+        let rows: Vec<u64> = have.iter().map(|&i| ids[i]).collect();
+        let missed = rc.lookup_into(ti, &rows, &have, data);
+        // The distinct missing rows, sorted, and where each lands first.
+        let mut by_row: Vec<(u64, usize)> = missed.iter().map(|&j| (rows[j], have[j])).collect();
+        by_row.sort_unstable();
+        let (mut missing, mut first, mut later) = (Vec::new(), Vec::new(), Vec::new());
+        for &(r, i) in &by_row {
+            if missing.last() == Some(&r) {
+                later.push((missing.len() - 1, i));
+            } else {
+                missing.push(r);
+                first.push(i);
             }
         }
-        drop(got);
-        let rows: Vec<u64> = missing.iter().map(|k| k & ((1 << 48) - 1)).collect();
-        self.rows_from_pages(base, ti, &rows, Some(&first), data, false)?;
+        self.rows_from_pages(base, ti, &missing, Some(&first), data, false)?;
         for (m, i) in later {
             data.copy_within(first[m] * rb..(first[m] + 1) * rb, i * rb);
         }
-        rc.insert(&missing, |m| Arc::from(&data[first[m] * rb..(first[m] + 1) * rb]));
+        rc.insert(ti, &missing, |m| &data[first[m] * rb..(first[m] + 1) * rb]);
         Ok(())
     }
 

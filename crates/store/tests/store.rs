@@ -5,7 +5,7 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use solidgraph_store::*;
-use solidgraph_store::cache::charge;
+use solidgraph_store::rowcache::RowCache;
 
 #[derive(Clone, Debug)]
 struct Graph {
@@ -497,7 +497,7 @@ fn row_cache_admits_the_highest_degree_vertices_rows() {
     let t = TensorInput { name: "x".into(), data: TensorData::Memory { dtype: DType::F32, rows: n, dim: 4, bytes: bytes.clone() } };
     import(&out, &[mem_input(&g, &o)], &[t], &o, &quiet).unwrap();
     let all: Vec<u64> = (0..n).collect();
-    let s = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: 9 * charge(16) as u64, row_admission: RowAdmission::Hot, ..Default::default() }).unwrap();
+    let s = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: RowCache::budget_for(9, &[16]) as u64, row_admission: RowAdmission::Hot, ..Default::default() }).unwrap();
     assert_eq!(s.superblock().hot.words, n / 4, "a quarter of the vertices are ranked");
     s.verify(&mut |_, _| {}).unwrap();
     for _ in 0..3 {
@@ -512,7 +512,7 @@ fn row_cache_admits_the_highest_degree_vertices_rows() {
     assert_eq!(hits(&hot), 9, "every admitted row stays cached");
     assert_eq!(hits(&[8, 13, 0, 1, 2]), 0, "rows past the budget's share of the ranking are not admitted");
     // Opening fills the cache with the hot rows: they hit before any read.
-    let warm = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: 9 * charge(16) as u64, ..Default::default() }).unwrap();
+    let warm = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: RowCache::budget_for(9, &[16]) as u64, ..Default::default() }).unwrap();
     let rows = warm.tensor("x", &hot).unwrap();
     let st = warm.stats().rows.unwrap();
     assert_eq!((st.hits, st.misses), (9, 0), "opening fills the row cache with the hubs' rows");
@@ -520,7 +520,7 @@ fn row_cache_admits_the_highest_degree_vertices_rows() {
         assert_eq!(rows.data[i * 16..(i + 1) * 16], bytes[v as usize * 16..(v as usize + 1) * 16]);
     }
     // Admitting every row, cold rows are cached too.
-    let all_rows = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: 9 * charge(16) as u64, row_admission: RowAdmission::All, ..Default::default() }).unwrap();
+    let all_rows = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: RowCache::budget_for(9, &[16]) as u64, row_admission: RowAdmission::All, ..Default::default() }).unwrap();
     all_rows.tensor("x", &[8, 13, 0, 1, 2]).unwrap();
     all_rows.reset_stats();
     all_rows.tensor("x", &[8, 13, 0, 1, 2]).unwrap();
