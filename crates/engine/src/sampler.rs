@@ -201,9 +201,20 @@ pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resu
             if at.is_none() {
                 drawn.iter_mut().for_each(|d| *d = None);
             }
-            let full: Vec<u64> = (0..part.len()).filter(|&i| drawn[i].is_none()).map(|i| part[i]).collect();
-            let csr: Csr = store.neighbors(&full, o.direction, o.weighted, false)?;
-            let (mut f, mut q) = (0, 0);
+            // The other lists: positions drawn once each list's degree is
+            // read, decoding it only that far; whole lists when every
+            // neighbor is taken or weights decide.
+            let full: Vec<usize> = (0..part.len()).filter(|&i| drawn[i].is_none()).collect();
+            let full_ids: Vec<u64> = full.iter().map(|&i| part[i]).collect();
+            let picked = if o.weighted || k == ALL {
+                None
+            } else {
+                store.neighbors_drawn(&full_ids, o.direction, |f, d, out| {
+                    choose(&mut rng_for(o.seed, hop as u64, user[full[f]]), d as usize, k, o.replace, None, out);
+                })?
+            };
+            let csr: Csr = if picked.is_some() { Csr::default() } else { store.neighbors(&full_ids, o.direction, o.weighted, false)? };
+            let (mut f, mut q, mut r) = (0, 0, 0);
             for i in 0..part.len() {
                 let lv = (start + lo + i) as u64;
                 let mut emit = |u: u64, e: u64, out: &mut Sample| {
@@ -220,6 +231,14 @@ pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resu
                         emit(ids[q], edges[q], &mut out);
                         q += 1;
                     }
+                    continue;
+                }
+                if let Some(p) = &picked {
+                    for _ in 0..p.counts[f] {
+                        emit(p.ids[r], p.edges[r], &mut out);
+                        r += 1;
+                    }
+                    f += 1;
                     continue;
                 }
                 let (a, b) = (csr.indptr[f] as usize, csr.indptr[f + 1] as usize);

@@ -28,6 +28,6 @@ pub use import::source::EdgeInput;
 pub use import::{ImportOptions, ImportReport, TensorData, TensorInput, import};
 pub use merge::MergeReport;
 pub use scan::{ChunkLimit, RangePages};
-pub use store::{Csr, Direction, GttRef, OpenOptions, RowAdmission, Rows, Store, StoreStats, member_path};
+pub use store::{Csr, Direction, Drawn, GttRef, OpenOptions, RowAdmission, Rows, Store, StoreStats, member_path};
 pub use tensor::DType;
 pub use verify::VerifyReport;

@@ -95,6 +95,30 @@ fn check_store(path: &Path, g: &Graph, o: &ImportOptions, num_nodes: u64, x: Opt
             }
             before += deg[p];
         }
+        // Drawn positions (unsorted, repeated) read what the whole lists
+        // hold, with their edge ids.
+        let draws = |i: usize, d: usize| if d == 0 { vec![] } else { vec![(i * 7) % d, d - 1, 0, (i * 7) % d] };
+        let mut degrees = Vec::new();
+        let drawn = s
+            .neighbors_drawn(&iids, dir, |i, d, out| {
+                degrees.push(d);
+                out.extend(draws(i, d as usize));
+            })
+            .unwrap()
+            .expect("no updates are pending");
+        let mut r = 0;
+        for i in 0..iids.len() {
+            let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
+            assert_eq!(degrees[i], (b - a) as u64, "{dir:?} degree drawn from");
+            assert_eq!(drawn.counts[i], draws(i, b - a).len());
+            for p in draws(i, b - a) {
+                assert_eq!((drawn.ids[r], drawn.edges[r]), (csr.indices[a + p], csr.first_edge[i] + p as u64), "{dir:?} position {p} of {}", ids[i]);
+                r += 1;
+            }
+        }
+        assert_eq!(r, drawn.ids.len());
+        let past = s.neighbors_drawn(&iids, dir, |_, d, out| out.push(d as usize));
+        assert!(matches!(past, Err(StoreError::Invalid(_))) || iids.is_empty(), "a position past the list is refused");
         let mut indices = csr.indices.clone();
         s.to_external(&mut indices).unwrap();
         for (i, &v) in ids.iter().enumerate() {

@@ -64,6 +64,13 @@ fn check(s: &Store, m: &Model) {
             assert_eq!(&inn.indices[a..b], &want[..], "in-list of {v}");
         }
     }
+    // Drawn positions read the lists as they are, or decline while updates
+    // are pending (they would index the pages' lists).
+    let every_reversed = |_: usize, d: u64, out: &mut Vec<usize>| out.extend((0..d as usize).rev());
+    if let Some(dr) = s.neighbors_drawn(&ids, Direction::Out, every_reversed).unwrap() {
+        let want: Vec<u64> = (0..ids.len()).flat_map(|i| csr.indices[csr.indptr[i] as usize..csr.indptr[i + 1] as usize].iter().rev().copied()).collect();
+        assert_eq!(dr.ids, want, "drawn neighbors");
+    }
     let deg = s.degree(&ids, Direction::Out).unwrap();
     assert_eq!(deg, ids.iter().map(|v| m.out.get(v).map_or(0, |l| l.len() as u64)).collect::<Vec<_>>());
     let x = s.tensor("x", &ids).unwrap();
