@@ -195,8 +195,8 @@ struct Shared {
     path: PathBuf,
     vol: Volume,
     cache: PageCache,
-    /// Tensor rows keyed `tensor << 48 | row` (same SIEVE cache, other
-    /// keys). Only in read-only opens: no merge here can change a row.
+    /// Tensor rows (`rowcache.rs`). Only in read-only opens: no merge here
+    /// can change a row.
     rows: Option<RowCache>,
     order: crate::order::OrderMaps,
 }
@@ -804,8 +804,9 @@ impl Store {
             Ok(())
         })?;
         let mut out = Drawn { ids: Vec::new(), edges: Vec::new(), counts: Vec::with_capacity(ids.len()) };
-        let mut positions = Vec::with_capacity(ids.len());
-        let mut pos = Vec::new();
+        // List i's positions are positions[starts[i]..starts[i + 1]].
+        let (mut positions, mut starts, mut pos) = (Vec::new(), Vec::with_capacity(ids.len() + 1), Vec::new());
+        starts.push(0);
         for (i, &d) in degree.iter().enumerate() {
             pos.clear();
             draw(i, d, &mut pos);
@@ -813,12 +814,14 @@ impl Store {
                 return Err(StoreError::Invalid(format!("position {p} past the {d} edges of vertex {}", ids[i])));
             }
             out.counts.push(pos.len());
-            positions.push(std::mem::take(&mut pos));
+            positions.extend_from_slice(&pos);
+            starts.push(positions.len());
         }
+        let drawn = |i: usize| &positions[starts[i]..starts[i + 1]];
         // The decoded prefix of the current list, and where its edges start.
         let (mut prefix, mut at, mut first_edge) = (Vec::new(), usize::MAX, 0);
         let flush = |i: usize, prefix: &[u64], first_edge: u64, out: &mut Drawn| {
-            for &p in &positions[i] {
+            for &p in drawn(i) {
                 out.ids.push(prefix[p]);
                 out.edges.push(first_edge + p as u64);
             }
@@ -831,7 +834,7 @@ impl Store {
                 (at, first_edge) = (i, e);
                 prefix.clear();
             }
-            let need = positions[i].iter().max().map_or(0, |&p| p + 1);
+            let need = drawn(i).iter().max().map_or(0, |&p| p + 1);
             let take = need.saturating_sub(prefix.len()).min(blk.d);
             if take > 0 {
                 blk.push_range(&[], 0, take, &mut prefix)?;
