@@ -107,6 +107,15 @@ pub struct Drawn {
     pub counts: Vec<usize>,
 }
 
+/// Lists planned (`Store::plan`), their pages fetched, and each one's
+/// degree in them.
+struct Planned {
+    locs: Vec<Loc>,
+    pages: Vec<u64>,
+    fetched: Fetched,
+    degree: Vec<u64>,
+}
+
 /// Rows gathered from a tensor, in request order, row-major.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rows {
@@ -627,6 +636,19 @@ impl Store {
         (locs, pages)
     }
 
+    /// Plans and fetches the pages of `ids`' lists and counts each list's
+    /// edges in them (its degree in the pages, before any pending update).
+    fn fetch_degrees(&self, base: &Base, gtt: &Gtt, ids: &[u64]) -> Result<Planned> {
+        let (locs, pages) = self.plan(gtt, ids);
+        let fetched = self.fetch(&pages)?;
+        let mut degree = vec![0u64; ids.len()];
+        self.walk_lists(base, gtt, ids, &locs, &pages, &fetched, |i, blk, _| {
+            degree[i] += blk.d as u64;
+            Ok(())
+        })?;
+        Ok(Planned { locs, pages, fetched, degree })
+    }
+
     /// Calls `f(i, block, first edge id)` for every block of id i's list,
     /// in order; an `Err(reason)` from `f` (a block that does not decode)
     /// comes back as corruption of its page. `pages` come from `plan`,
@@ -796,13 +818,7 @@ impl Store {
         if !self.delta.read().unwrap().is_empty() {
             return Ok(None);
         }
-        let (locs, pages) = self.plan(gtt, ids);
-        let fetched = self.fetch(&pages)?;
-        let mut degree = vec![0u64; ids.len()];
-        self.walk_lists(&base, gtt, ids, &locs, &pages, &fetched, |i, blk, _| {
-            degree[i] += blk.d as u64;
-            Ok(())
-        })?;
+        let Planned { locs, pages, fetched, degree } = self.fetch_degrees(&base, gtt, ids)?;
         let mut out = Drawn { ids: Vec::new(), edges: Vec::new(), counts: Vec::with_capacity(ids.len()) };
         // List i's positions are positions[starts[i]..starts[i + 1]].
         let (mut positions, mut starts, mut pos) = (Vec::new(), Vec::with_capacity(ids.len() + 1), Vec::new());
@@ -909,13 +925,7 @@ impl Store {
                 }
             }
             let gtt = base.gtt(dir)?;
-            let (locs, pages) = self.plan(gtt, ids);
-            let fetched = self.fetch(&pages)?;
-            let mut deg = vec![0u64; ids.len()];
-            self.walk_lists(&base, gtt, ids, &locs, &pages, &fetched, |i, blk, _| {
-                deg[i] += blk.d as u64;
-                Ok(())
-            })?;
+            let deg = self.fetch_degrees(&base, gtt, ids)?.degree;
             let d = self.delta.read().unwrap();
             if d.epoch == base.sb.epoch && d.is_empty() {
                 return Ok(deg);
