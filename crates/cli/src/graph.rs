@@ -50,8 +50,11 @@ pub struct ImportArgs {
     pub order: VertexOrder,
     #[arg(long, default_value = "4096", value_parser = parse_size)]
     pub page_size: u64,
-    /// Share of each packed page filled now; the rest is room for updates.
-    #[arg(long, default_value_t = 0.9)]
+    /// Share of each packed page filled now. Below 1 the rest is room for
+    /// updates; at 1 (the default: most stores are read far more than
+    /// written) the first merge into a page splits it, and merge leaves 10%
+    /// room in the pages it writes.
+    #[arg(long, default_value_t = 1.0)]
     pub fill_factor: f64,
     /// Memory for sorting; inputs larger than this are sorted on disk.
     #[arg(long, default_value = "1GiB", value_parser = parse_size)]

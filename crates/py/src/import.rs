@@ -106,12 +106,12 @@ fn tensor_input(name: String, v: &Bound<'_, PyAny>) -> PyResult<TensorInput> {
 #[pyo3(signature = (
     out, edges, node_tensors=None, *, edge_weights=None, edge_labels=None, undirected=false, self_loops=false,
     dedup=false, weights=false, labels=false, in_edges=false, num_nodes=None, order="input", page_size=4096,
-    fill_factor=0.9, memory_budget=1073741824, members=1, progress=ProgressArg::Flag(false),
+    fill_factor=1.0, memory_budget=1073741824, members=1, progress=ProgressArg::Flag(false),
 ))]
 // Spelled out because pyo3 shows the non-literal progress default as "...".
 #[pyo3(text_signature = "(out, edges, node_tensors=None, *, edge_weights=None, edge_labels=None, undirected=False, \
     self_loops=False, dedup=False, weights=False, labels=False, in_edges=False, num_nodes=None, order=\"input\", \
-    page_size=4096, fill_factor=0.9, memory_budget=1073741824, members=1, progress=False)")]
+    page_size=4096, fill_factor=1.0, memory_budget=1073741824, members=1, progress=False)")]
 #[allow(clippy::too_many_arguments)]
 pub fn import_graph<'py>(
     py: Python<'py>,

@@ -32,7 +32,9 @@ use crate::superblock::{DirMeta, Superblock, Table};
 use crate::tensor;
 use crate::update::Writer;
 
-/// Packed pages are filled to this share, as an import does by default.
+/// Packed pages are filled to this share: a list that changed once is the
+/// likeliest to change again, so the pages merge writes keep room for it
+/// (an import packs pages full by default).
 const FILL: f64 = 0.9;
 /// Old pages (translation-table entries) read per batch.
 const PAGES_PER_BATCH: usize = 4096;

@@ -57,6 +57,8 @@ pub struct ImportOptions {
     pub in_edges: bool,
     pub page_size: usize,
     /// Share of a packed page filled at import; the rest is room for updates.
+    /// 1 by default: a pass reads every byte of slack, and merge, which
+    /// rewrites pages whole anyway, leaves room in the pages it writes.
     pub fill_factor: f64,
     /// Bytes for sort buffers; the import's peak memory stays near this.
     pub memory_budget: u64,
@@ -79,7 +81,7 @@ impl Default for ImportOptions {
             labels: false,
             in_edges: false,
             page_size: 4096,
-            fill_factor: 0.9,
+            fill_factor: 1.0,
             memory_budget: 1 << 30,
             num_nodes: None,
             order: VertexOrder::Input,
