@@ -19,6 +19,7 @@ use crate::util::CliResult;
 #[derive(Args)]
 pub struct MergeArgs {
     pub path: PathBuf,
+    /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
 }
@@ -54,6 +55,7 @@ pub fn merge_cmd(a: MergeArgs) -> CliResult {
 #[derive(Args)]
 pub struct ApplyArgs {
     pub path: PathBuf,
+    /// The update file (lines `+e u v [w]`, `-e u v`, `w u v w`, `+v id`, `-v id`; `#` comments).
     #[arg(long)]
     pub updates: PathBuf,
 }

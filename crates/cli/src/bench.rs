@@ -53,16 +53,19 @@ pub struct IoArgs {
     /// and one path, members are PATH.0 .. PATH.N-1.
     #[arg(long)]
     path: String,
+    /// Member files the volume stripes over.
     #[arg(long, default_value_t = 1)]
     members: usize,
     /// Total size over all members (created and filled when missing).
     #[arg(long, default_value = "4GiB", value_parser = parse_size)]
     size: u64,
+    /// Bytes per I/O.
     #[arg(long, default_value = "4096", value_parser = parse_size)]
     block: u64,
     /// I/Os in flight per member.
     #[arg(long, default_value_t = 64)]
     depth: usize,
+    /// Seconds of measurement.
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
     /// randread, randwrite or read (sequential).
@@ -78,6 +81,7 @@ pub struct IoArgs {
     /// Stripe unit over members.
     #[arg(long, default_value = "256KiB", value_parser = parse_size)]
     stripe: u64,
+    /// Print the result as JSON.
     #[arg(long)]
     json: bool,
 }

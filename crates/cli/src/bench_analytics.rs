@@ -33,8 +33,10 @@ pub struct AnalyticsArgs {
     /// Graph500 scale of the generated graph: 2^SCALE vertices.
     #[arg(long, default_value_t = 24)]
     scale: u32,
+    /// Graph500 edge factor: edges per vertex generated.
     #[arg(long, default_value_t = 16)]
     edge_factor: u64,
+    /// Seed of the graph generator.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Work directory (default: $SOLIDGRAPH_BENCH_DIR or /work/bench, then analytics-s{SCALE}).
@@ -75,12 +77,16 @@ pub struct AnalyticsArgs {
     /// Seconds of `bench io --pattern read --block 1MiB` for the device's sequential bandwidth (0: skip).
     #[arg(long, default_value_t = 5.0)]
     io_seconds: f64,
+    /// I/Os in flight per store member (the store's read queue depth).
     #[arg(long, default_value_t = 64)]
     inflight: usize,
+    /// Memory for the import's sort.
     #[arg(long, default_value = "4GiB", value_parser = parse_size)]
     import_memory: u64,
+    /// I/O backend: uring (default where io_uring works) or posix.
     #[arg(long)]
     backend: Option<String>,
+    /// Print the result as JSON.
     #[arg(long)]
     json: bool,
 }

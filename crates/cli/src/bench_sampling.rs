@@ -26,10 +26,13 @@ use crate::util::{CliResult, parse_size};
 
 #[derive(Args)]
 pub struct SamplingArgs {
+    /// Graph500 scale of the generated graph: 2^SCALE vertices.
     #[arg(long, default_value_t = 24)]
     scale: u32,
+    /// Graph500 edge factor: edges per vertex generated.
     #[arg(long, default_value_t = 16)]
     edge_factor: u64,
+    /// Seed of the graph generator.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Feature dimension of the random f32 node tensor "x".
@@ -38,6 +41,7 @@ pub struct SamplingArgs {
     /// Work directory (default: $SOLIDGRAPH_BENCH_DIR or /work/bench, then sampling-s{SCALE}).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Rebuild the edge file, store and CSR files even when present.
     #[arg(long)]
     fresh: bool,
     /// The store's vertex order (`import --order`). The mmap baselines keep
@@ -48,8 +52,10 @@ pub struct SamplingArgs {
     /// Mini-batches measured per contender.
     #[arg(long, default_value_t = 20)]
     batches: usize,
+    /// Seeds per mini-batch.
     #[arg(long, default_value_t = 1024)]
     batch_size: usize,
+    /// Neighbors drawn per hop, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "25,10")]
     fanouts: Vec<i64>,
     /// Page cache as a share of the store (adjacency + features).
@@ -58,6 +64,7 @@ pub struct SamplingArgs {
     /// Memory limit per contender (default: cache + 64 MiB + twice one batch's output).
     #[arg(long, value_parser = parse_size)]
     memory_budget: Option<u64>,
+    /// Times every contender is run; medians are reported.
     #[arg(long, default_value_t = 1)]
     rounds: usize,
     /// Stop a contender after this much measured time.
@@ -82,6 +89,7 @@ pub struct SamplingArgs {
     /// Rows per batch of the feature-gather-alone comparison (~1024 x 250).
     #[arg(long, default_value_t = 256_000)]
     gather_rows: usize,
+    /// Batches of the feature-gather-alone comparison.
     #[arg(long, default_value_t = 4)]
     gather_batches: usize,
     /// Batches of the all-cached oracle (b): it first runs them once to
@@ -94,12 +102,16 @@ pub struct SamplingArgs {
     /// Seconds of `bench io` random 4 KiB reads at depth 64 (0: skip).
     #[arg(long, default_value_t = 5.0)]
     io_seconds: f64,
+    /// I/Os in flight per store member (the store's read queue depth).
     #[arg(long, default_value_t = 64)]
     inflight: usize,
+    /// Memory for the import's sort.
     #[arg(long, default_value = "4GiB", value_parser = parse_size)]
     import_memory: u64,
+    /// I/O backend: uring (default where io_uring works) or posix.
     #[arg(long)]
     backend: Option<String>,
+    /// Print the result as JSON.
     #[arg(long)]
     json: bool,
 }

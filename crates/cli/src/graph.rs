@@ -48,12 +48,14 @@ pub struct ImportArgs {
     /// back are yours either way.
     #[arg(long, default_value = "input", value_parser = parse_order)]
     pub order: VertexOrder,
+    /// Bytes per page, a power of two from 4 KiB (the flash page, the
+    /// unit of every read) to 64 KiB.
     #[arg(long, default_value = "4096", value_parser = parse_size)]
     pub page_size: u64,
     /// Share of each packed page filled now. Below 1 the rest is room for
     /// updates; at 1 (the default: most stores are read far more than
-    /// written) the first merge into a page splits it, and merge leaves 10%
-    /// room in the pages it writes.
+    /// written) a merge that grows a full page spreads its lists over more
+    /// pages, each left 10% empty.
     #[arg(long, default_value_t = 1.0)]
     pub fill_factor: f64,
     /// Memory for sorting; inputs larger than this are sorted on disk.
@@ -62,6 +64,7 @@ pub struct ImportArgs {
     /// Files to stripe the store over.
     #[arg(long, default_value_t = 1)]
     pub members: usize,
+    /// Print the import report as JSON.
     #[arg(long)]
     pub json: bool,
 }
@@ -140,6 +143,7 @@ pub fn import_cmd(a: ImportArgs) -> CliResult {
 #[derive(Args)]
 pub struct InfoArgs {
     pub path: PathBuf,
+    /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
 }
@@ -198,8 +202,10 @@ pub struct NeighborsArgs {
     /// out or in.
     #[arg(long, default_value = "out")]
     pub direction: String,
+    /// Print each neighbor's edge weight too.
     #[arg(long)]
     pub weights: bool,
+    /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
 }

@@ -37,6 +37,7 @@ pub struct RunArgs {
     /// Iterations (pagerank, cdlp).
     #[arg(long, default_value_t = 10)]
     pub iterations: u32,
+    /// PageRank damping factor, in (0, 1).
     #[arg(long, default_value_t = 0.85)]
     pub damping: f64,
     /// PageRank: stop once an iteration changes ranks by less than this (L1).
