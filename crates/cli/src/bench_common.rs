@@ -445,6 +445,8 @@ pub(crate) struct GraphSpec {
     pub(crate) backend: Option<String>,
     /// How the store numbers vertices (the CSR baselines keep the input's ids).
     pub(crate) order: VertexOrder,
+    /// Import with lower lists (`ImportOptions::lower_lists`).
+    pub(crate) lower_lists: bool,
 }
 
 /// A prepared work directory: store and CSR hold the same lists.
@@ -516,14 +518,17 @@ pub(crate) fn prepare_graph(spec: &GraphSpec, progress: &Progress, tensors: &dyn
         // tensors wanted now, is a derived artifact: rebuild it (and the
         // CSR made from it) from the edges.
         let stale = match Store::open(&l.store(), &open_opts) {
-            Err(e @ (StoreError::Corrupt { .. } | StoreError::NotAStore { .. } | StoreError::NewerFormat { .. } | StoreError::OlderFormat { .. })) => Some(e.to_string()),
-            Ok(s) if s.reordered() != (spec.order == VertexOrder::Degree) => Some(format!("vertex order is not {:?}", spec.order)),
-            Ok(s) => tensor_inputs.iter().find(|t| s.tensor_meta(&t.name).is_err()).map(|t| format!("no tensor {:?}", t.name)),
+            Err(e @ (StoreError::Corrupt { .. } | StoreError::NotAStore { .. } | StoreError::NewerFormat { .. } | StoreError::OlderFormat { .. })) => Some((e.to_string(), false)),
+            Ok(s) if s.reordered() != (spec.order == VertexOrder::Degree) => Some((format!("vertex order is not {:?}", spec.order), false)),
+            // The same lists either way: the CSR stays.
+            Ok(s) if s.has_lower_lists() != spec.lower_lists => Some((format!("lower lists {}", if spec.lower_lists { "wanted" } else { "not wanted" }), true)),
+            Ok(s) => tensor_inputs.iter().find(|t| s.tensor_meta(&t.name).is_err()).map(|t| (format!("no tensor {:?}", t.name), false)),
             Err(_) => None,
         };
-        if let Some(why) = stale {
+        if let Some((why, keep_csr)) = stale {
             eprintln!("note: rebuilding {} ({why})", l.store().display());
-            for p in [l.store(), l.csr()] {
+            let csr = l.csr();
+            for p in [Some(l.store()), (!keep_csr).then_some(csr)].into_iter().flatten() {
                 if p.exists() {
                     std::fs::remove_dir_all(&p).map_err(file_err(&p))?;
                 }
@@ -540,6 +545,7 @@ pub(crate) fn prepare_graph(spec: &GraphSpec, progress: &Progress, tensors: &dyn
                 undirected: true,
                 dedup: true,
                 order: spec.order,
+                lower_lists: spec.lower_lists,
                 memory_budget: spec.import_memory,
                 // A generated graph has 2^scale vertices even when the
                 // highest ids happen to have no edges.

@@ -176,7 +176,7 @@ pub fn run(a: NeighborsArgs) -> CliResult {
             None => format!("neighbors-s{}", a.scale),
         })
     });
-    let spec = GraphSpec { source, dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone(), order: VertexOrder::Input };
+    let spec = GraphSpec { source, dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone(), order: VertexOrder::Input, lower_lists: false };
     let g = prepare_graph(&spec, &progress, &|_| Ok(Vec::new()))?;
     let files = g.files()?;
     let csr_bytes = g.csr_bytes();

@@ -320,7 +320,7 @@ pub fn run(a: SamplingArgs) -> CliResult {
     let k = Kronecker::new(a.scale, a.edge_factor, a.seed).map_err(BenchError::Invalid)?;
     let n = k.num_nodes();
     let dir = a.dir.clone().unwrap_or_else(|| bench_root().join(format!("sampling-s{}", a.scale)));
-    let spec = GraphSpec { source: Source::Generated(k), dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone(), order: a.order };
+    let spec = GraphSpec { source: Source::Generated(k), dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone(), order: a.order, lower_lists: false };
     let t = Instant::now();
     let g = prepare_graph(&spec, &progress, &|l| {
         write_features(&features_path(l), n, a.dim, a.seed, &progress)?;

@@ -39,6 +39,12 @@ pub struct ImportArgs {
     /// Also store in-edges of a directed graph.
     #[arg(long = "in-edges")]
     pub in_edges: bool,
+    /// With --undirected: also store each vertex's neighbors up to itself,
+    /// every edge once (about half the adjacency again on disk). PageRank
+    /// and WCC then read half the bytes per pass. Updates do not keep them:
+    /// the next merge drops them.
+    #[arg(long = "lower-lists")]
+    pub lower_lists: bool,
     /// Vertex count; ids must be below it (default: largest id + 1).
     #[arg(long)]
     pub num_nodes: Option<u64>,
@@ -95,6 +101,7 @@ pub fn import_cmd(a: ImportArgs) -> CliResult {
         weights: a.weights,
         labels: a.labels,
         in_edges: a.in_edges,
+        lower_lists: a.lower_lists,
         page_size: a.page_size as usize,
         fill_factor: a.fill_factor,
         memory_budget: a.memory_budget,
@@ -163,7 +170,8 @@ pub fn info_cmd(a: InfoArgs) -> CliResult {
         "page_size": sb.page_size, "members": sb.members, "stripe_pages": sb.stripe_pages,
         "pages": sb.total_pages, "bytes": s.size_bytes(),
         "out_adjacency_pages": sb.out.adj_pages, "out_gtt_entries": sb.out.gtt_entries,
-        "in_adjacency_pages": sb.inn.map(|d| d.adj_pages), "backend": s.volume().backend().name(),
+        "in_adjacency_pages": sb.inn.map(|d| d.adj_pages),
+        "lower_lists": s.has_lower_lists(), "lower_adjacency_pages": sb.lower.map(|(d, _)| d.adj_pages), "backend": s.volume().backend().name(),
         "tensors": tensors,
     });
     if a.json {

@@ -11,6 +11,16 @@
 //! extent page by page) and whole-graph sums add fixed parts (chunks, cut by
 //! the store's pages) in order, so ranks do not depend on the thread count.
 //! A directed store without in-edges pushes every iteration.
+//!
+//! An undirected store with lower lists (`Direction::Lower`: each vertex's
+//! neighbors up to itself, every edge once) is read through them instead,
+//! half the bytes per pass (`lower_pagerank`): a lower list of u adds the
+//! shares of its neighbors to u (as a pull) and u's share to each of them
+//! (a push). Pushes land anywhere below u, so they are summed in fixed
+//! point (`Sums`), where adding in any order gives the same bits.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use rayon::prelude::*;
 use solidgraph_store::{Direction, Store};
@@ -36,6 +46,9 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
     }
     if tol.is_some_and(|t| !(t > 0.0)) {
         return Err(EngineError::Invalid("tolerance must be positive".into()));
+    }
+    if store.has_lower_lists() {
+        return lower_pagerank(store, damping, iterations, tol, progress);
     }
     let n = store.num_nodes() as usize;
     let nf = n as f64;
@@ -190,26 +203,26 @@ fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], dangl
     Ok(parts.iter().fold((0.0, 0.0), |(d, g), &(x, y)| (d + x, g + y)))
 }
 
-/// A rank array written by chunk tasks, each in its own vertex range.
-struct Ranges<'a> {
-    ptr: *mut f64,
+/// A per-vertex array written by tasks, each in its own vertex range.
+struct Ranges<'a, T> {
+    ptr: *mut T,
     len: usize,
-    _borrow: std::marker::PhantomData<&'a mut [f64]>,
+    _borrow: std::marker::PhantomData<&'a mut [T]>,
 }
 
 // SAFETY: tasks touch disjoint ranges (`get`'s contract).
-unsafe impl Send for Ranges<'_> {}
-unsafe impl Sync for Ranges<'_> {}
+unsafe impl<T: Send> Send for Ranges<'_, T> {}
+unsafe impl<T: Send> Sync for Ranges<'_, T> {}
 
-impl<'a> Ranges<'a> {
-    fn new(x: &'a mut [f64]) -> Self {
+impl<'a, T> Ranges<'a, T> {
+    fn new(x: &'a mut [T]) -> Self {
         Ranges { ptr: x.as_mut_ptr(), len: x.len(), _borrow: std::marker::PhantomData }
     }
 
     /// SAFETY: no two slices alive at once may overlap.
     #[allow(clippy::mut_from_ref)]
-    unsafe fn get(&self, lo: usize, hi: usize) -> &mut [f64] {
-        assert!(lo <= hi && hi <= self.len, "range [{lo}, {hi}) outside {} ranks", self.len);
+    unsafe fn get(&self, lo: usize, hi: usize) -> &mut [T] {
+        assert!(lo <= hi && hi <= self.len, "range [{lo}, {hi}) outside {} vertices", self.len);
         // SAFETY: in bounds (asserted), borrowed for 'a, disjoint by contract.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(lo), hi - lo) }
     }
@@ -265,4 +278,182 @@ fn gather_sum(share: &[f64], ids: &[u64], a: usize, b: usize) -> f64 {
         s += share[ids[k] as usize];
     }
     s
+}
+
+/// Fixed-point scale of `Sums`: 62 fraction bits. A rank sums its parts to
+/// at most 1 (all ranks sum to 1), so 4 is never reached; each part rounds
+/// by at most 2^-63, far below a rank's least value (1 - damping) / n.
+const SCALE: f64 = (1u64 << 62) as f64;
+
+fn fixed(x: f64) -> u64 {
+    (x * SCALE).round() as u64
+}
+
+/// Per-vertex sums of a pass over lower lists, added from both cores into
+/// any vertex below the list's own. The first `private` vertices (in a
+/// degree-ordered store, the hubs most lists point at) get a plain array
+/// per thread: atomic adds there would make the cores fight over the same
+/// cache lines. The rest are added atomically, in integers, so the sums do
+/// not depend on which thread adds what, or when.
+struct Sums {
+    shared: Vec<AtomicU64>,
+    private: Vec<Mutex<Vec<u64>>>,
+}
+
+impl Sums {
+    fn new(n: usize) -> Sums {
+        /// 8 MiB per thread.
+        const PRIVATE: usize = 1 << 20;
+        let threads = rayon::current_num_threads();
+        Sums { shared: state::from_fn(n, |_| AtomicU64::new(0)), private: (0..threads).map(|_| Mutex::new(state::filled(n.min(PRIVATE), 0))).collect() }
+    }
+
+    /// One pass over the lower lists: for each list of u, `push(u)` is
+    /// added to every neighbor below u, and `own(ids, a, b)` to u, where
+    /// `ids[a..b]` is (the part in one page of) u's list, self-loop
+    /// included.
+    fn pass(&self, lists: &Lists, push: impl Fn(u64) -> u64 + Sync, own: impl Fn(&[u64], usize, usize) -> u64 + Sync) -> Result<()> {
+        lists.chunks(|c| {
+            let t = rayon::current_thread_index().unwrap_or(0) % self.private.len();
+            let mut mine = self.private[t].lock().unwrap_or_else(|e| e.into_inner());
+            let mut list = |u: u64, ids: &[u64], a: usize, end: usize| {
+                let x = push(u);
+                // Sorted ascending and at most u: self-loops come last (an
+                // edge to u is u's own once), and the vertices with private
+                // sums first.
+                let e = a + ids[a..end].partition_point(|&v| v < u);
+                let p = a + ids[a..e].partition_point(|&v| (v as usize) < mine.len());
+                for k in a..p {
+                    prefetch(&mine[..], ids, k + AHEAD);
+                    mine[ids[k] as usize] += x;
+                }
+                for k in p..e {
+                    prefetch(&self.shared, ids, k + AHEAD);
+                    self.shared[ids[k] as usize].fetch_add(x, Relaxed);
+                }
+                let y = own(ids, a, end);
+                match mine.get_mut(u as usize) {
+                    Some(m) => *m += y,
+                    None => {
+                        self.shared[u as usize].fetch_add(y, Relaxed);
+                    }
+                }
+            };
+            match c {
+                Chunk::Pages(rp) => {
+                    let (mut ids, mut rows) = (Vec::new(), Vec::new());
+                    for page in 0..rp.num_pages() {
+                        rp.page_lists(page, &mut ids, &mut rows)?;
+                        let mut a = 0;
+                        for &(u, end) in &rows {
+                            list(u, &ids, a, end);
+                            a = end;
+                        }
+                    }
+                }
+                Chunk::Lists(b) => {
+                    for i in 0..b.len() {
+                        let (u, l, _) = b.get(i);
+                        list(u, l, 0, l.len());
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// Calls `f(first vertex, sums)` for parts of the vertices in order, on
+    /// all cores, and zeroes the sums for the next pass; returns `f`'s
+    /// results in order.
+    fn drain<R: Send>(&mut self, f: impl Fn(usize, &[u64]) -> R + Sync) -> Vec<R> {
+        let private: Vec<Vec<u64>> = self.private.iter_mut().map(|m| std::mem::take(m.get_mut().unwrap_or_else(|e| e.into_inner()))).collect();
+        let out = self
+            .shared
+            .par_chunks(PART)
+            .enumerate()
+            .map(|(k, part)| {
+                let lo = k * PART;
+                let sums: Vec<u64> = part
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| s.swap(0, Relaxed).wrapping_add(private.iter().map(|p| p.get(lo + i).copied().unwrap_or(0)).fold(0, u64::wrapping_add)))
+                    .collect();
+                f(lo, &sums)
+            })
+            .collect();
+        for (m, mut p) in self.private.iter_mut().zip(private) {
+            p.iter_mut().for_each(|x| *x = 0);
+            *m.get_mut().unwrap_or_else(|e| e.into_inner()) = p;
+        }
+        out
+    }
+}
+
+/// PageRank over the lower lists of an undirected store: one pass counts
+/// the degrees (a list's length to its vertex, one to each neighbor below),
+/// then each iteration is one pass adding rank / degree both ways.
+fn lower_pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, progress: Progress) -> Result<PageRank> {
+    let n = store.num_nodes() as usize;
+    let nf = n as f64;
+    let lists = Lists::new(store, Direction::Lower, false)?;
+    let mut sums = Sums::new(n);
+    sums.pass(&lists, |_| 1, |_, a, b| (b - a) as u64)?;
+    let mut deg: Vec<u32> = state::filled(n, 0);
+    {
+        let parts = Ranges::new(&mut deg);
+        let degrees = |lo: usize, s: &[u64]| -> Result<()> {
+            // SAFETY: `drain` hands out disjoint parts.
+            let d = unsafe { parts.get(lo, lo + s.len()) };
+            for (d, &x) in d.iter_mut().zip(s) {
+                *d = u32::try_from(x).map_err(|_| EngineError::Invalid(format!("a vertex has {x} edges, more than PageRank's 2^32")))?;
+            }
+            Ok(())
+        };
+        sums.drain(degrees).into_iter().collect::<Result<()>>()?;
+    }
+    // `share` holds rank / degree between passes (the rank itself for
+    // vertices without edges, which no list names).
+    let mut share = state::filled(n, 1.0 / nf);
+    let mut dangling = to_shares(&mut share, &deg);
+    let mut done = 0;
+    while done < iterations {
+        let last = done + 1 == iterations;
+        {
+            let s = &share;
+            sums.pass(&lists, |u| fixed(s[u as usize]), |ids, a, b| fixed(gather_sum(s, ids, a, b)))?;
+        }
+        let base = (1.0 - damping) / nf + damping * dangling / nf;
+        let out = Ranges::new(&mut share);
+        let deg = &deg;
+        let parts = sums.drain(|lo, s| {
+            // SAFETY: `drain` hands out disjoint parts.
+            let share = unsafe { out.get(lo, lo + s.len()) };
+            let (mut delta, mut dangling) = (0.0, 0.0);
+            for ((x, &sum), &d) in share.iter_mut().zip(s).zip(&deg[lo..lo + s.len()]) {
+                let r = base + damping * (sum as f64 / SCALE);
+                if d == 0 {
+                    delta += (r - *x).abs();
+                    dangling += r;
+                    *x = r;
+                } else {
+                    delta += (r - *x * d as f64).abs();
+                    *x = if last { r } else { r / d as f64 };
+                }
+            }
+            (delta, dangling)
+        });
+        let (delta, d) = parts.iter().fold((0.0, 0.0), |(a, b), &(x, y)| (a + x, b + y));
+        dangling = d;
+        done += 1;
+        progress("pagerank", done as u64, iterations as u64);
+        if last || tol.is_some_and(|t| delta < t) {
+            if !last {
+                to_ranks(&mut share, deg);
+            }
+            break;
+        }
+    }
+    drop((lists, sums, deg));
+    Ok(PageRank { ranks: state::by_external(store, share, |x| x)?, iterations: done })
 }

@@ -42,12 +42,14 @@ struct G {
     n: usize,
 }
 
-fn build(directed: bool, dedup: bool) -> G {
+fn build(directed: bool, dedup: bool, lower_lists: bool) -> G {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("g");
-    // A directed store holds each edge once: twice the edges for as many pages.
-    let (src, dst) = rmat(16, if directed { 6_000_000 } else { 2_400_000 }, 7);
-    let o = ImportOptions { undirected: !directed, in_edges: directed, dedup, num_nodes: Some(1 << 16), ..Default::default() };
+    // A directed store holds each edge once: twice the edges for as many
+    // pages; lower lists hold half the edges of the out-lists, which must
+    // still span several chunks.
+    let (src, dst) = rmat(16, if directed { 6_000_000 } else if lower_lists { 4_000_000 } else { 2_400_000 }, 7);
+    let o = ImportOptions { undirected: !directed, in_edges: directed, dedup, lower_lists, num_nodes: Some(1 << 16), ..Default::default() };
     import(&path, &[EdgeInput::Memory { src, dst, weights: None, labels: None }], &[], &o, &|_, _, _| {}).unwrap();
     let s = Store::open(&path, &OpenOptions::default()).unwrap();
     assert!(s.chunk_ranges(Direction::Out, ChunkLimit { pages: 1024, edges: u64::MAX, vertices: u64::MAX }).unwrap().len() >= 3, "the graph must span several chunks");
@@ -181,10 +183,49 @@ fn check(g: &G, directed: bool) {
 
 #[test]
 fn undirected_multigraph_with_self_loops() {
-    check(&build(false, false), false);
+    check(&build(false, false, false), false);
 }
 
 #[test]
 fn directed_with_in_edges() {
-    check(&build(true, true), true);
+    check(&build(true, true, false), true);
+}
+
+/// Lower lists hold each out-list's part up to its vertex, and PageRank and
+/// WCC read them (half the bytes) with the results of the out-lists; after
+/// an update they are not read, and a merge drops them.
+#[test]
+fn undirected_lower_lists() {
+    let g = build(false, false, true);
+    let s = Store::open(&g.path, &OpenOptions::default()).unwrap();
+    assert!(s.has_lower_lists());
+    s.verify(&mut |_, _| {}).unwrap();
+    let out = lists(&s, Direction::Out);
+    let lower = lists(&s, Direction::Lower);
+    for (v, (o, l)) in out.iter().zip(&lower).enumerate() {
+        let want: Vec<u64> = o.iter().copied().filter(|&u| u <= v as u64).collect();
+        assert_eq!(l, &want, "lower list of {v}");
+    }
+    assert!(s.chunk_ranges(Direction::Lower, ChunkLimit { pages: 1024, edges: u64::MAX, vertices: u64::MAX }).unwrap().len() >= 2, "the lower lists must span several chunks");
+    check(&g, false);
+
+    // PageRank with a tolerance stops early and still matches.
+    let tol = pagerank::pagerank(&s, 0.85, 100, Some(1e-10), &silent).unwrap();
+    assert!(tol.iterations < 100);
+    let want = ref_pagerank(&out, 0.85, tol.iterations);
+    for (v, (got, want)) in tol.ranks.iter().zip(want).enumerate() {
+        assert!((got - want).abs() <= 1e-9 * want, "rank of {v}: {got} vs {want}");
+    }
+
+    let w = Store::open(&g.path, &OpenOptions { writable: true, ..Default::default() }).unwrap();
+    w.add_edges(&[0], &[1], None, None, false).unwrap();
+    assert!(!w.has_lower_lists(), "lower lists do not hold pending updates");
+    assert!(w.neighbors(&[0], Direction::Lower, false, false).unwrap_err().to_string().contains("pending updates"));
+    let comp = wcc::wcc(&w, &silent).unwrap();
+    assert_eq!(comp[0], comp[1]);
+    w.merge().unwrap();
+    assert!(w.superblock().lower.is_none(), "a merge drops the lower lists");
+    w.verify(&mut |_, _| {}).unwrap();
+    let pr = pagerank::pagerank(&w, 0.85, 5, None, &silent).unwrap().ranks;
+    assert!((pr.iter().sum::<f64>() - 1.0).abs() < 1e-9);
 }

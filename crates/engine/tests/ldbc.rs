@@ -70,6 +70,9 @@ impl G {
             dedup: true,
             weights: true,
             in_edges: directed,
+            // Undirected, renumbered stores (the bench's kind) also get
+            // lower lists, which PageRank and WCC then read.
+            lower_lists: !directed && order == VertexOrder::Degree,
             num_nodes: Some(self.ids.len() as u64),
             order,
             ..Default::default()

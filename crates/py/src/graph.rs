@@ -166,6 +166,13 @@ impl Graph {
         Ok(self.store()?.gtt(Direction::In).is_ok())
     }
 
+    /// Whether PageRank and WCC read lower lists (imported with
+    /// lower_lists=True, no updates since).
+    #[getter]
+    fn has_lower_lists(&self) -> PyResult<bool> {
+        Ok(self.store()?.has_lower_lists())
+    }
+
     /// Pickles as (path, cache_bytes): unpickling (e.g. in a spawned
     /// worker) opens the store again.
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (PathBuf, u64))> {

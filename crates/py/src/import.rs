@@ -105,12 +105,12 @@ fn tensor_input(name: String, v: &Bound<'_, PyAny>) -> PyResult<TensorInput> {
 #[pyfunction]
 #[pyo3(signature = (
     out, edges, node_tensors=None, *, edge_weights=None, edge_labels=None, undirected=false, self_loops=false,
-    dedup=false, weights=false, labels=false, in_edges=false, num_nodes=None, order="input", page_size=4096,
+    dedup=false, weights=false, labels=false, in_edges=false, lower_lists=false, num_nodes=None, order="input", page_size=4096,
     fill_factor=1.0, memory_budget=1073741824, members=1, progress=ProgressArg::Flag(false),
 ))]
 // Spelled out because pyo3 shows the non-literal progress default as "...".
 #[pyo3(text_signature = "(out, edges, node_tensors=None, *, edge_weights=None, edge_labels=None, undirected=False, \
-    self_loops=False, dedup=False, weights=False, labels=False, in_edges=False, num_nodes=None, order=\"input\", \
+    self_loops=False, dedup=False, weights=False, labels=False, in_edges=False, lower_lists=False, num_nodes=None, order=\"input\", \
     page_size=4096, fill_factor=1.0, memory_budget=1073741824, members=1, progress=False)")]
 #[allow(clippy::too_many_arguments)]
 pub fn import_graph<'py>(
@@ -126,6 +126,7 @@ pub fn import_graph<'py>(
     weights: bool,
     labels: bool,
     in_edges: bool,
+    lower_lists: bool,
     num_nodes: Option<u64>,
     order: &str,
     page_size: usize,
@@ -154,6 +155,7 @@ pub fn import_graph<'py>(
         weights,
         labels,
         in_edges,
+        lower_lists,
         page_size,
         fill_factor,
         memory_budget,

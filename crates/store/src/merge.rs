@@ -231,6 +231,13 @@ impl Store {
             (Some(g), Some(old)) => Some(dir_meta(staged, g, old)?),
             _ => None,
         };
+        // The lower lists are not merged (they would be laid out again from
+        // every changed list's lower part): the new base has none, and
+        // whole-graph passes read out-lists until the next import.
+        if let (Some((meta, _)), Some(g)) = (sb.lower, &base.lower) {
+            retired.extend(meta.gtt_start..meta.gtt_start + meta.gtt_pages + meta.bitmap_pages);
+            retired.extend((0..g.len()).map(|i| g.page(i)));
+        }
         let mut table = |staged: &mut Staged, words: &[u64], old: &Table| -> Result<Table> {
             let n = page::table_pages(words.len(), ps);
             let start = write_run(staged, n, &|first, buf: &mut [u8]| page::encode_table(words, ps, first, epoch, buf))?;
@@ -248,6 +255,7 @@ impl Store {
             checkpoint_lsn: lsn,
             out: out_meta,
             inn: in_meta,
+            lower: None,
             tensor_map: tensor_map_t,
             tombstones: tombstones_t,
             tensors,

@@ -57,9 +57,10 @@ impl Store {
     /// of vertices without lists (the tail of a degree-ordered store) are
     /// cut by count: a decoded range costs 16 B per vertex.
     pub fn chunk_ranges(&self, dir: Direction, limit: ChunkLimit) -> Result<Vec<(u64, u64)>> {
+        self.check_lower(dir)?;
         let base = self.base();
         let gtt = base.gtt(dir)?;
-        let total = base.sb.num_edges;
+        let total = base.edges(dir);
         let n = self.num_nodes();
         let (pages, edges, vertices) = (limit.pages.max(1), limit.edges.max(1), limit.vertices.max(1));
         let mut cuts = vec![0u64];
@@ -249,7 +250,7 @@ impl RangePages {
         // The pages' edges: exact when the range is a chunk (chunks start
         // pages).
         let end = self.first + self.pages.len();
-        let edges = (if end < gtt.len() { gtt.edges_before(end) } else { self.base.sb.num_edges }) - if self.pages.is_empty() { 0 } else { gtt.edges_before(self.first) };
+        let edges = (if end < gtt.len() { gtt.edges_before(end) } else { self.base.edges(self.dir) }) - if self.pages.is_empty() { 0 } else { gtt.edges_before(self.first) };
         csr.indices.reserve_exact(edges as usize);
         if let Some(w) = csr.weights.as_mut() {
             w.clear();

@@ -27,6 +27,13 @@ use crate::tensor;
 pub enum Direction {
     Out,
     In,
+    /// An undirected store's lower lists, when imported with them
+    /// (`ImportOptions::lower_lists`): each vertex's neighbors up to itself,
+    /// so every edge once. Whole-graph passes that see an edge from either
+    /// end (PageRank, WCC) read half the bytes. Edge ids number this
+    /// adjacency's own order. Not kept up to date by updates: unavailable
+    /// while updates are pending, dropped by the next merge.
+    Lower,
 }
 
 impl std::str::FromStr for Direction {
@@ -154,6 +161,7 @@ pub(crate) struct Base {
     pub sb: Superblock,
     pub out: Gtt,
     pub inn: Option<Gtt>,
+    pub lower: Option<Gtt>,
     /// Tensor pages moved by merges: (tensor index, page index) -> page.
     pub tensor_map: HashMap<(u32, u64), u64>,
     /// Deleted vertices (never reused).
@@ -167,6 +175,16 @@ impl Base {
             // An undirected store keeps each edge both ways in one table.
             Direction::In if !self.sb.directed => Ok(&self.out),
             Direction::In => self.inn.as_ref().ok_or(StoreError::NoDirection("in")),
+            Direction::Lower => self.lower.as_ref().ok_or(StoreError::NoDirection("lower")),
+        }
+    }
+
+    /// Edges stored in `dir`'s adjacency.
+    pub fn edges(&self, dir: Direction) -> u64 {
+        match (dir, self.sb.lower) {
+            (Direction::Lower, Some((_, e))) => e,
+            (Direction::Lower, None) => 0,
+            _ => self.sb.num_edges,
         }
     }
 
@@ -372,6 +390,22 @@ impl Store {
         self.base.read().unwrap().clone()
     }
 
+    /// Refuses the lower lists while updates are pending: they hold the
+    /// pages' edges only, and patching them is not worth it for a region
+    /// the next merge drops.
+    pub(crate) fn check_lower(&self, dir: Direction) -> Result<()> {
+        if dir == Direction::Lower && !self.delta.read().unwrap().is_empty() {
+            return Err(StoreError::Invalid("the lower lists do not hold the pending updates: read out-lists, or merge (which drops the lower lists)".into()));
+        }
+        Ok(())
+    }
+
+    /// The store has lower lists (`Direction::Lower`) that hold every edge:
+    /// imported with them, and no updates since.
+    pub fn has_lower_lists(&self) -> bool {
+        self.base().lower.is_some() && self.delta.read().unwrap().is_empty()
+    }
+
     pub(crate) fn set_base(&self, b: Arc<Base>) {
         *self.base.write().unwrap() = b;
     }
@@ -384,6 +418,10 @@ pub(crate) fn load_base(vol: &Volume, sb: Superblock) -> Result<Base> {
         Some(d) => Some(load_gtt(vol, &d)?),
         None => None,
     };
+    let lower = match sb.lower {
+        Some((d, _)) => Some(load_gtt(vol, &d)?),
+        None => None,
+    };
     let words = load_table(vol, &sb.tensor_map)?;
     let mut tensor_map = HashMap::with_capacity(words.len() / 2);
     for pair in words.chunks_exact(2) {
@@ -394,7 +432,7 @@ pub(crate) fn load_base(vol: &Volume, sb: Superblock) -> Result<Base> {
         tensor_map.insert((ti as u32, k), pair[1]);
     }
     let tombstones = load_table(vol, &sb.tombstones)?;
-    Ok(Base { sb, out, inn, tensor_map, tombstones })
+    Ok(Base { sb, out, inn, lower, tensor_map, tombstones })
 }
 
 /// The row cache for `budget` bytes; see `RowAdmission`. `hot`: the head of
@@ -553,6 +591,7 @@ impl Store {
     }
 
     pub fn gtt(&self, dir: Direction) -> Result<GttRef> {
+        self.check_lower(dir)?;
         let base = self.base();
         base.gtt(dir)?;
         Ok(GttRef { base, dir })
@@ -694,6 +733,7 @@ impl Store {
     /// CSR allocates nothing per batch (fresh multi-MiB buffers per batch
     /// fragmented the heap well past the memory budget).
     pub fn neighbors_with(&self, ids: &[u64], dir: Direction, weights: bool, labels: bool, cached: bool, mut spare: Csr) -> Result<Csr> {
+        self.check_lower(dir)?;
         self.check_ids(ids)?;
         loop {
             let base = self.base();
@@ -717,12 +757,13 @@ impl Store {
     /// counts without a read, so a sampler can draw positions first and
     /// read only the pages that hold them (`neighbors_at`).
     pub fn extent_degrees(&self, ids: &[u64], dir: Direction) -> Result<Vec<Option<u64>>> {
+        self.check_lower(dir)?;
         let base = self.base();
         let gtt = base.gtt(dir)?;
         if !self.delta.read().unwrap().is_empty() {
             return Ok(vec![None; ids.len()]);
         }
-        let total = base.sb.num_edges;
+        let total = base.edges(dir);
         Ok(ids
             .iter()
             .map(|&v| match gtt.locate(v) {
@@ -740,7 +781,7 @@ impl Store {
     pub fn neighbors_at(&self, dir: Direction, req: &[(u64, u64, &[usize])]) -> Result<Option<(Vec<u64>, Vec<u64>)>> {
         let base = self.base();
         let gtt = base.gtt(dir)?;
-        let total = base.sb.num_edges;
+        let total = base.edges(dir);
         let mut pages = Vec::new();
         let mut at = Vec::new(); // (gtt index, page in extent, offset) per position
         for &(v, degree, positions) in req {
@@ -913,6 +954,7 @@ impl Store {
     }
 
     pub fn degree(&self, ids: &[u64], dir: Direction) -> Result<Vec<u64>> {
+        self.check_lower(dir)?;
         self.check_ids(ids)?;
         loop {
             let base = self.base();

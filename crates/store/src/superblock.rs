@@ -5,17 +5,20 @@
 //! Body, after the page header (little-endian):
 //! ```text
 //! magic "SOLIDGRF" | version u32 | page_size u32 | stripe_pages u64 | members u32
-//! flags u32 (1 directed, 2 in-edges, 4 weights, 8 labels) | 0 u32 | 0 u32
+//! flags u32 (1 directed, 2 in-edges, 4 weights, 8 labels, 16 lower lists) | 0 u32 | 0 u32
 //! num_nodes u64 | num_edges u64 | total_pages u64 | checkpoint_lsn u64
 //! out: DirMeta | in: DirMeta            (6 x u64 each)
+//! lower: DirMeta | lower edges u64      (version 6 on)
 //! tensor map: Table | tombstones: Table (3 x u64 each)
 //! hot: Table | order: Table            (3 x u64 each)
 //! tensors u32 | tensors x TensorMeta    (64-byte name, dtype u8 + 7 pad, 5 x u64)
 //! ```
 //!
 //! Version 4 compressed the adjacency blocks (`adjacency.rs`); version 5
-//! added the vertex order (`order.rs`). Older stores are refused with a
-//! request to import again.
+//! added the vertex order (`order.rs`); version 6 the lower lists
+//! (`Direction::Lower`). Version 5 stores are read as stores without lower
+//! lists (a merge writes them back as version 6); older ones are refused
+//! with a request to import again.
 
 use std::path::Path;
 
@@ -25,7 +28,9 @@ use crate::page::{HEADER, Header, Kind, open_kind, seal, u32_at, u64_at};
 use crate::tensor::DType;
 
 pub const MAGIC: &[u8; 8] = b"SOLIDGRF";
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
+/// The oldest version read: 5 differs only by the missing lower lists.
+const OLDEST_READ: u32 = 5;
 pub const MAX_TENSORS: usize = 32;
 pub const MAX_TENSOR_NAME: usize = 63;
 const TENSOR_ENTRY: usize = 64 + 8 + 40;
@@ -90,6 +95,9 @@ pub struct Superblock {
     pub checkpoint_lsn: u64,
     pub out: DirMeta,
     pub inn: Option<DirMeta>,
+    /// An undirected store's lower lists (`Direction::Lower`) and their
+    /// edge count.
+    pub lower: Option<(DirMeta, u64)>,
     /// Tensor pages moved by merges: pairs `(tensor << 48 | page index,
     /// page number)`, sorted.
     pub tensor_map: Table,
@@ -130,7 +138,7 @@ impl Superblock {
         b.extend_from_slice(&self.page_size.to_le_bytes());
         b.extend_from_slice(&self.stripe_pages.to_le_bytes());
         b.extend_from_slice(&self.members.to_le_bytes());
-        let flags = self.directed as u32 | (self.inn.is_some() as u32) << 1 | (self.fmt.weights as u32) << 2 | (self.fmt.labels as u32) << 3;
+        let flags = self.directed as u32 | (self.inn.is_some() as u32) << 1 | (self.fmt.weights as u32) << 2 | (self.fmt.labels as u32) << 3 | (self.lower.is_some() as u32) << 4;
         b.extend_from_slice(&flags.to_le_bytes());
         b.extend_from_slice(&0u64.to_le_bytes());
         for x in [self.num_nodes, self.num_edges, self.total_pages, self.checkpoint_lsn] {
@@ -138,6 +146,9 @@ impl Superblock {
         }
         put_dir(&mut b, &self.out);
         put_dir(&mut b, &self.inn.unwrap_or_default());
+        let (lower, lower_edges) = self.lower.unwrap_or_default();
+        put_dir(&mut b, &lower);
+        b.extend_from_slice(&lower_edges.to_le_bytes());
         for t in [self.tensor_map, self.tombstones, self.hot, self.order] {
             for x in [t.start, t.pages, t.words] {
                 b.extend_from_slice(&x.to_le_bytes());
@@ -162,7 +173,7 @@ impl Superblock {
 
     /// Bytes a superblock with `tensors` tensors needs; must fit a page.
     pub fn body_bytes(tensors: usize) -> usize {
-        HEADER + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 32 + 96 + 96 + 4 + tensors * TENSOR_ENTRY
+        HEADER + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 32 + 96 + 56 + 96 + 4 + tensors * TENSOR_ENTRY
     }
 
     /// Decodes copy `which`; `path` names the store in errors.
@@ -176,8 +187,8 @@ impl Superblock {
             return Err(StoreError::NewerFormat { path: path.to_path_buf(), found: version, supported: FORMAT_VERSION });
         }
         let h = open_kind(which, page, Kind::Superblock)?;
-        if version < FORMAT_VERSION {
-            return Err(StoreError::OlderFormat { path: path.to_path_buf(), found: version, supported: FORMAT_VERSION });
+        if version < OLDEST_READ {
+            return Err(StoreError::OlderFormat { path: path.to_path_buf(), found: version, supported: OLDEST_READ });
         }
         let mut at = HEADER + 12;
         let page_size = u32_at(b, at);
@@ -193,12 +204,19 @@ impl Superblock {
         let out = get_dir(b, at);
         let inn = get_dir(b, at + 48);
         at += 96;
+        let lower = (version >= 6 && flags & 16 != 0).then(|| (get_dir(b, at), u64_at(b, at + 48)));
+        if version >= 6 {
+            at += 56;
+        }
         let table = |at: usize| Table { start: u64_at(b, at), pages: u64_at(b, at + 8), words: u64_at(b, at + 16) };
         let (tensor_map, tombstones, hot, order) = (table(at), table(at + 24), table(at + 48), table(at + 72));
         at += 96;
         let nt = u32_at(b, at) as usize;
         at += 4;
         let corrupt = |reason: String| StoreError::Corrupt { page: which, reason };
+        if lower.is_some() && flags & 1 != 0 {
+            return Err(corrupt("lower lists in a directed store".into()));
+        }
         if nt > MAX_TENSORS || Self::body_bytes(nt) > page.len() {
             return Err(corrupt(format!("superblock lists {nt} tensors")));
         }
@@ -227,6 +245,7 @@ impl Superblock {
             checkpoint_lsn,
             out,
             inn: (flags & 2 != 0).then_some(inn),
+            lower,
             tensor_map,
             tombstones,
             hot,

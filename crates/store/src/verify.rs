@@ -50,15 +50,15 @@ impl Store {
             rep.pages += pages.len() as u64;
             progress(rep.pages, total);
         }
-        let dirs = [Some((Direction::Out, sb.out)), sb.inn.map(|d| (Direction::In, d))];
+        let dirs = [Some((Direction::Out, sb.out)), sb.inn.map(|d| (Direction::In, d)), sb.lower.map(|(d, _)| (Direction::Lower, d))];
         for (dir, meta) in dirs.into_iter().flatten() {
             let gtt = base.gtt(dir)?;
-            let edges = self.verify_adjacency(gtt, sb)?;
+            let edges = self.verify_adjacency(gtt, sb, dir)?;
             if dir == Direction::Out {
                 rep.edges = edges;
-                if edges != sb.num_edges {
-                    return Err(corrupt(meta.gtt_start, format!("out-edge pages hold {edges} edges, superblock says {}", sb.num_edges)));
-                }
+            }
+            if dir != Direction::In && edges != base.edges(dir) {
+                return Err(corrupt(meta.gtt_start, format!("{dir:?} pages hold {edges} edges, superblock says {}", base.edges(dir))));
             }
             let run: Vec<u64> = (meta.gtt_start..meta.gtt_start + meta.gtt_pages).collect();
             self.scan(&run, |_, no, pg| page::open_kind(no, pg, Kind::Gtt).map(|_| ()))?;
@@ -113,7 +113,7 @@ impl Store {
         Ok(())
     }
 
-    fn verify_adjacency(&self, gtt: &Gtt, sb: &Superblock) -> Result<u64> {
+    fn verify_adjacency(&self, gtt: &Gtt, sb: &Superblock, dir: Direction) -> Result<u64> {
         let fmt = sb.fmt;
         let ps = sb.page_size as usize;
         let mut edges = 0u64;
@@ -146,6 +146,9 @@ impl Store {
                 }
                 if ids.windows(2).any(|w| w[0] > w[1]) {
                     return Err(corrupt(format!("neighbors of vertex {v} are not sorted")));
+                }
+                if dir == Direction::Lower && ids.last().is_some_and(|&u| u > v) {
+                    return Err(corrupt(format!("lower list of vertex {v} holds a higher neighbor")));
                 }
                 edges += blk.d as u64;
                 Ok((blk.d, len))

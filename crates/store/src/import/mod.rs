@@ -55,6 +55,11 @@ pub struct ImportOptions {
     pub labels: bool,
     /// Also store in-edges (directed graphs; undirected ones have them).
     pub in_edges: bool,
+    /// Undirected graphs: also store each vertex's lower list (its
+    /// neighbors up to itself, `Direction::Lower`), every edge once. About
+    /// half the adjacency again on disk; PageRank and WCC then read half the
+    /// bytes per pass.
+    pub lower_lists: bool,
     pub page_size: usize,
     /// Share of a packed page filled at import; the rest is room for updates.
     /// 1 by default: a pass reads every byte of slack, and merge, which
@@ -80,6 +85,7 @@ impl Default for ImportOptions {
             weights: false,
             labels: false,
             in_edges: false,
+            lower_lists: false,
             page_size: 4096,
             fill_factor: 1.0,
             memory_budget: 1 << 30,
@@ -184,6 +190,9 @@ fn check_options(o: &ImportOptions) -> Result<()> {
     if o.stripe_pages < 2 {
         return Err(StoreError::Invalid("stripe unit must be at least 2 pages".into()));
     }
+    if o.lower_lists && !o.undirected {
+        return Err(StoreError::Invalid("lower lists are for undirected graphs: import with --undirected, or without --lower-lists".into()));
+    }
     if o.memory_budget < 16 << 20 {
         return Err(StoreError::Invalid(format!("memory budget {} is below the 16 MiB minimum", o.memory_budget)));
     }
@@ -222,9 +231,10 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     // Phase 2: read and sort.
     let directed_in = !o.undirected && o.in_edges;
     let sort_budget = (o.memory_budget as usize) / 2;
-    let per_sorter = if directed_in { sort_budget / 2 } else { sort_budget };
+    let per_sorter = if directed_in || o.lower_lists { sort_budget / 2 } else { sort_budget };
     let mut out_sort = Sorter::new(per_sorter, &tmp, "out");
     let mut in_sort = directed_in.then(|| Sorter::new(per_sorter, &tmp, "in"));
+    let mut lower_sort = o.lower_lists.then(|| Sorter::new(per_sorter, &tmp, "lower"));
     let mut max_id: Option<u64> = None;
     let mut input_edges = 0u64;
     for r in readers.iter_mut() {
@@ -257,6 +267,9 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
             }
             if let Some(s) = in_sort.as_mut() {
                 s.push(Rec { src: dst, dst: src, ..rec })?;
+            }
+            if let Some(s) = lower_sort.as_mut() {
+                s.push(Rec { src: src.max(dst), dst: src.min(dst), ..rec })?;
             }
             n += 1;
             if n % (1 << 20) == 0 {
@@ -309,14 +322,14 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         p.meta.pages = tensor::pages_for(p.meta.rows, p.meta.row_bytes(), ps);
         next_page += p.meta.pages;
     }
-    let runs = out_sort.runs() + in_sort.as_ref().map_or(0, |s| s.runs());
+    let runs = out_sort.runs() + in_sort.as_ref().map_or(0, |s| s.runs()) + lower_sort.as_ref().map_or(0, |s| s.runs());
     let merge_budget = sort_budget;
     // The presence bitmap costs n/8 bytes; skip it when ids are so sparse
     // that it would outweigh the 4-byte id column of the edges.
     let presence = num_nodes <= 32 * out_sort.count.max(1);
     let hot = (num_nodes.div_ceil(4) as usize).min(HOT_MAX).min(o.memory_budget as usize / 64);
     let lo = LayoutOptions { fmt, fill: o.fill_factor, dedup: o.dedup, self_loops: o.self_loops, num_nodes, epoch: EPOCH, presence, hot };
-    let (out_meta, in_meta, hot, order, total_pages, num_edges) = std::thread::scope(|scope| -> Result<_> {
+    let (out_meta, in_meta, lower_meta, hot, order, total_pages, num_edges) = std::thread::scope(|scope| -> Result<_> {
         let writer = scope.spawn(|| -> Result<()> {
             for (i, p) in plans.iter().enumerate() {
                 write_one_tensor(&vol, i as u32, p, perm.as_ref().map(|p| &p.to_external[..]), progress)?;
@@ -339,13 +352,23 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
                 in_meta = Some(m);
                 next = n;
             }
+            let mut lower_meta = None;
+            if let Some(s) = lower_sort {
+                let total = s.count;
+                let mut merged = s.finish(merge_budget)?;
+                let start = next;
+                let laid = lay_out(&vol, start, &mut merged, &LayoutOptions { hot: 0, ..lo }, total, &|d, t| progress("lower lists", d, t))?;
+                let (m, n) = write_gtt(&vol, &laid.gtt, num_nodes, laid.next_page, start)?;
+                lower_meta = Some((m, laid.edges));
+                next = n;
+            }
             let hot = write_table(&vol, &out_laid.hot, next)?;
             next += hot.pages;
             let order = match &perm {
                 Some(p) => write_table(&vol, &p.words(), next)?,
                 None => Table { start: next, pages: 0, words: 0 },
             };
-            Ok((out_meta, in_meta, hot, order, next + order.pages, out_laid.edges))
+            Ok((out_meta, in_meta, lower_meta, hot, order, next + order.pages, out_laid.edges))
         })();
         let wrote = writer.join().map_err(|_| StoreError::Invalid("tensor writer thread panicked".into()))?;
         let laid = laid?;
@@ -367,6 +390,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         checkpoint_lsn: 0,
         out: out_meta,
         inn: if o.undirected { None } else { in_meta },
+        lower: lower_meta,
         tensor_map: Default::default(),
         tombstones: Default::default(),
         hot,
