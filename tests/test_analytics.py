@@ -33,11 +33,13 @@ def random_edges(seed, n, m, self_loops=True, undirected=False):
 CASES = [(1, 300, 900), (2, 200, 1500), (3, 5, 0), (4, 400, 300)]
 
 
-def build(tmp_path, seed, n, m, directed, cache_bytes=1 << 24, self_loops=True, order="input"):
+def build(tmp_path, seed, n, m, directed, cache_bytes=1 << 24, self_loops=True, order="input", lower_lists=False):
     src, dst, w = random_edges(seed, n, m, self_loops, not directed) if m else (np.array([0]), np.array([0]), np.array([1.0], np.float32))
-    path = tmp_path / f"g{seed}{directed}{self_loops}{order}"
+    path = tmp_path / f"g{seed}{directed}{self_loops}{order}{lower_lists}"
     if not path.exists():
-        solidgraph.import_graph(path, (src, dst, w), undirected=not directed, in_edges=directed, dedup=True, num_nodes=n, order=order)
+        solidgraph.import_graph(
+            path, (src, dst, w), undirected=not directed, in_edges=directed, lower_lists=lower_lists, dedup=True, num_nodes=n, order=order
+        )
     g = solidgraph.open(path, cache_bytes=cache_bytes)
     G = nx.DiGraph() if directed else nx.Graph()
     G.add_nodes_from(range(n))
@@ -46,13 +48,16 @@ def build(tmp_path, seed, n, m, directed, cache_bytes=1 << 24, self_loops=True, 
 
 
 # "degree" renumbers vertices inside the store; answers are in the user's
-# ids and must not change.
+# ids and must not change. Undirected stores with lower lists run WCC and
+# PageRank over them.
 @pytest.mark.parametrize("order", ["input", "degree"])
-@pytest.mark.parametrize("directed", [True, False])
+@pytest.mark.parametrize("graph", ["directed", "undirected", "undirected+lower"])
 @pytest.mark.parametrize("case", CASES)
-def test_bfs_wcc_sssp_pagerank(tmp_path, case, directed, order):
+def test_bfs_wcc_sssp_pagerank(tmp_path, case, graph, order):
     seed, n, m = case
-    g, G = build(tmp_path, seed, n, m, directed, order=order)
+    directed = graph == "directed"
+    g, G = build(tmp_path, seed, n, m, directed, order=order, lower_lists=graph.endswith("lower"))
+    assert g.has_lower_lists == graph.endswith("lower")
     for source in [0, n // 2, n - 1]:
         want = nx.single_source_shortest_path_length(G, source)
         levels = g.bfs(source)
@@ -211,6 +216,28 @@ def test_bad_analytics_input(tmp_path):
             getattr(d, name)()
     with pytest.raises(SolidGraphError, match="needs edge weights"):
         d.sssp(0)
+    with pytest.raises(SolidGraphError, match="lower lists are for undirected graphs"):
+        solidgraph.import_graph(tmp_path / "dl", ([0, 1], [1, 2]), lower_lists=True)
+    assert not (tmp_path / "dl").exists()
     solidgraph.import_graph(tmp_path / "neg", ([0, 1], [1, 2], [1.0, -2.0]))
     with pytest.raises(SolidGraphError, match="non-negative weights; edge 1 -> 2 has weight -2"):
         solidgraph.open(tmp_path / "neg").sssp(0)
+
+
+def test_lower_lists_give_way_to_updates(tmp_path):
+    g, G = build(tmp_path, 2, 200, 1500, False, lower_lists=True)
+    w = solidgraph.open(g.path, writable=True)
+    assert w.has_lower_lists
+    w.add_edges([0, 5], [199, 77])
+    G.add_edges_from([(0, 199), (5, 77)])
+    # Pending updates: the lower lists lack them, so out-lists are read.
+    assert not w.has_lower_lists
+    want = nx.pagerank(G, alpha=0.85, tol=1e-15, max_iter=10000, weight=None)
+    np.testing.assert_allclose(w.pagerank(iterations=1000, tol=1e-14), [want[v] for v in range(200)], atol=1e-6, rtol=0)
+    w.merge()
+    # A merge drops them.
+    assert not w.has_lower_lists
+    np.testing.assert_allclose(w.pagerank(iterations=1000, tol=1e-14), [want[v] for v in range(200)], atol=1e-6, rtol=0)
+    w.verify()
+    del w
+    assert not solidgraph.open(g.path).has_lower_lists

@@ -290,52 +290,86 @@ fn fixed(x: f64) -> u64 {
 }
 
 /// Per-vertex sums of a pass over lower lists, added from both cores into
-/// any vertex below the list's own. The first `private` vertices (in a
-/// degree-ordered store, the hubs most lists point at) get a plain array
-/// per thread: atomic adds there would make the cores fight over the same
-/// cache lines. The rest are added atomically, in integers, so the sums do
+/// any vertex below the list's own. The first `HUBS` vertices (in a
+/// degree-ordered store, the hubs most lists point at) get a table per
+/// thread holding each one's share next to its sum, so a list entry costs
+/// one cache line, and atomic adds do not make the cores fight over the
+/// hubs' lines. The rest are added atomically, in integers, so the sums do
 /// not depend on which thread adds what, or when.
 struct Sums {
     shared: Vec<AtomicU64>,
-    private: Vec<Mutex<Vec<u64>>>,
+    /// Per thread: (share, sum) of the first vertices.
+    hubs: Vec<Mutex<Vec<(f64, u64)>>>,
 }
+
+/// Vertices with per-thread sums: 16 MiB per thread.
+const HUBS: usize = 1 << 20;
 
 impl Sums {
     fn new(n: usize) -> Sums {
-        /// 8 MiB per thread.
-        const PRIVATE: usize = 1 << 20;
         let threads = rayon::current_num_threads();
-        Sums { shared: state::from_fn(n, |_| AtomicU64::new(0)), private: (0..threads).map(|_| Mutex::new(state::filled(n.min(PRIVATE), 0))).collect() }
+        Sums { shared: state::from_fn(n, |_| AtomicU64::new(0)), hubs: (0..threads).map(|_| Mutex::new(state::filled(n.min(HUBS), (0.0, 0)))).collect() }
     }
 
-    /// One pass over the lower lists: for each list of u, `push(u)` is
-    /// added to every neighbor below u, and `own(ids, a, b)` to u, where
-    /// `ids[a..b]` is (the part in one page of) u's list, self-loop
-    /// included.
-    fn pass(&self, lists: &Lists, push: impl Fn(u64) -> u64 + Sync, own: impl Fn(&[u64], usize, usize) -> u64 + Sync) -> Result<()> {
+    /// One pass over the lower lists. With `share` (rank / degree): adds
+    /// u's share to every neighbor below u and the neighbors' shares to u,
+    /// in fixed point. Without: counts the degrees (one per neighbor below
+    /// u, the list's length to u).
+    fn pass(&mut self, lists: &Lists, share: Option<&[f64]>) -> Result<()> {
+        if let Some(share) = share {
+            for h in &mut self.hubs {
+                let h = h.get_mut().unwrap_or_else(|e| e.into_inner());
+                h.par_iter_mut().zip(share.par_iter()).for_each(|(h, &s)| h.0 = s);
+            }
+        }
+        let this = &*self;
         lists.chunks(|c| {
-            let t = rayon::current_thread_index().unwrap_or(0) % self.private.len();
-            let mut mine = self.private[t].lock().unwrap_or_else(|e| e.into_inner());
+            let t = rayon::current_thread_index().unwrap_or(0) % this.hubs.len();
+            let mut hubs = this.hubs[t].lock().unwrap_or_else(|e| e.into_inner());
+            let hubs = &mut hubs[..];
+            let shared = &this.shared[..];
             let mut list = |u: u64, ids: &[u64], a: usize, end: usize| {
-                let x = push(u);
                 // Sorted ascending and at most u: self-loops come last (an
-                // edge to u is u's own once), and the vertices with private
-                // sums first.
+                // edge to u is u's own once), and the hubs first.
                 let e = a + ids[a..end].partition_point(|&v| v < u);
-                let p = a + ids[a..e].partition_point(|&v| (v as usize) < mine.len());
-                for k in a..p {
-                    prefetch(&mine[..], ids, k + AHEAD);
-                    mine[ids[k] as usize] += x;
-                }
-                for k in p..e {
-                    prefetch(&self.shared, ids, k + AHEAD);
-                    self.shared[ids[k] as usize].fetch_add(x, Relaxed);
-                }
-                let y = own(ids, a, end);
-                match mine.get_mut(u as usize) {
-                    Some(m) => *m += y,
+                let p = a + ids[a..e].partition_point(|&v| (v as usize) < hubs.len());
+                let own = match share {
+                    Some(share) => {
+                        let x = fixed(share[u as usize]);
+                        // Two sums, so adds do not all wait for the one before.
+                        let mut g = [0.0f64; 2];
+                        for k in a..p {
+                            prefetch(hubs, ids, k + AHEAD);
+                            let h = &mut hubs[ids[k] as usize];
+                            g[k & 1] += h.0;
+                            h.1 += x;
+                        }
+                        for k in p..e {
+                            prefetch(share, ids, k + AHEAD);
+                            prefetch(shared, ids, k + AHEAD);
+                            let v = ids[k] as usize;
+                            g[k & 1] += share[v];
+                            shared[v].fetch_add(x, Relaxed);
+                        }
+                        for _ in e..end {
+                            g[0] += share[u as usize];
+                        }
+                        fixed(g[0] + g[1])
+                    }
                     None => {
-                        self.shared[u as usize].fetch_add(y, Relaxed);
+                        for k in a..p {
+                            hubs[ids[k] as usize].1 += 1;
+                        }
+                        for k in p..e {
+                            shared[ids[k] as usize].fetch_add(1, Relaxed);
+                        }
+                        (end - a) as u64
+                    }
+                };
+                match hubs.get_mut(u as usize) {
+                    Some(h) => h.1 += own,
+                    None => {
+                        shared[u as usize].fetch_add(own, Relaxed);
                     }
                 }
             };
@@ -364,41 +398,34 @@ impl Sums {
     }
 
     /// Calls `f(first vertex, sums)` for parts of the vertices in order, on
-    /// all cores, and zeroes the sums for the next pass; returns `f`'s
+    /// all cores, with the sums zeroed for the next pass; returns `f`'s
     /// results in order.
     fn drain<R: Send>(&mut self, f: impl Fn(usize, &[u64]) -> R + Sync) -> Vec<R> {
-        let private: Vec<Vec<u64>> = self.private.iter_mut().map(|m| std::mem::take(m.get_mut().unwrap_or_else(|e| e.into_inner()))).collect();
-        let out = self
-            .shared
-            .par_chunks(PART)
+        let shared = &mut self.shared;
+        for h in &mut self.hubs {
+            let h = h.get_mut().unwrap_or_else(|e| e.into_inner());
+            shared.par_iter_mut().zip(h.par_iter_mut()).for_each(|(s, h)| *s.get_mut() = s.get_mut().wrapping_add(std::mem::take(&mut h.1)));
+        }
+        shared
+            .par_chunks_mut(PART)
             .enumerate()
             .map(|(k, part)| {
-                let lo = k * PART;
-                let sums: Vec<u64> = part
-                    .iter()
-                    .enumerate()
-                    .map(|(i, s)| s.swap(0, Relaxed).wrapping_add(private.iter().map(|p| p.get(lo + i).copied().unwrap_or(0)).fold(0, u64::wrapping_add)))
-                    .collect();
-                f(lo, &sums)
+                let sums: Vec<u64> = part.iter_mut().map(|s| std::mem::take(s.get_mut())).collect();
+                f(k * PART, &sums)
             })
-            .collect();
-        for (m, mut p) in self.private.iter_mut().zip(private) {
-            p.iter_mut().for_each(|x| *x = 0);
-            *m.get_mut().unwrap_or_else(|e| e.into_inner()) = p;
-        }
-        out
+            .collect()
     }
 }
 
 /// PageRank over the lower lists of an undirected store: one pass counts
-/// the degrees (a list's length to its vertex, one to each neighbor below),
-/// then each iteration is one pass adding rank / degree both ways.
+/// the degrees, then each iteration is one pass adding rank / degree both
+/// ways.
 fn lower_pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, progress: Progress) -> Result<PageRank> {
     let n = store.num_nodes() as usize;
     let nf = n as f64;
     let lists = Lists::new(store, Direction::Lower, false)?;
     let mut sums = Sums::new(n);
-    sums.pass(&lists, |_| 1, |_, a, b| (b - a) as u64)?;
+    sums.pass(&lists, None)?;
     let mut deg: Vec<u32> = state::filled(n, 0);
     {
         let parts = Ranges::new(&mut deg);
@@ -419,10 +446,7 @@ fn lower_pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>
     let mut done = 0;
     while done < iterations {
         let last = done + 1 == iterations;
-        {
-            let s = &share;
-            sums.pass(&lists, |u| fixed(s[u as usize]), |ids, a, b| fixed(gather_sum(s, ids, a, b)))?;
-        }
+        sums.pass(&lists, Some(&share))?;
         let base = (1.0 - damping) / nf + damping * dangling / nf;
         let out = Ranges::new(&mut share);
         let deg = &deg;
