@@ -285,8 +285,9 @@ fn gather_sum(share: &[f64], ids: &[u64], a: usize, b: usize) -> f64 {
 /// by at most 2^-63, far below a rank's least value (1 - damping) / n.
 const SCALE: f64 = (1u64 << 62) as f64;
 
+/// `x` (not negative) in fixed point, rounded (`f64::round` is a libm call).
 fn fixed(x: f64) -> u64 {
-    (x * SCALE).round() as u64
+    (x * SCALE + 0.5) as u64
 }
 
 /// Per-vertex sums of a pass over lower lists, added from both cores into
@@ -336,25 +337,37 @@ impl Sums {
                 let own = match share {
                     Some(share) => {
                         let x = fixed(share[u as usize]);
-                        // Two sums, so adds do not all wait for the one before.
-                        let mut g = [0.0f64; 2];
-                        for k in a..p {
+                        // Two sums in registers, so adds do not all wait
+                        // for the one before.
+                        let (mut g0, mut g1) = (0.0f64, 0.0f64);
+                        let mut k = a;
+                        while k + 2 <= p {
                             prefetch(hubs, ids, k + AHEAD);
+                            prefetch(hubs, ids, k + 1 + AHEAD);
                             let h = &mut hubs[ids[k] as usize];
-                            g[k & 1] += h.0;
+                            g0 += h.0;
+                            h.1 += x;
+                            let h = &mut hubs[ids[k + 1] as usize];
+                            g1 += h.0;
+                            h.1 += x;
+                            k += 2;
+                        }
+                        if k < p {
+                            let h = &mut hubs[ids[k] as usize];
+                            g0 += h.0;
                             h.1 += x;
                         }
                         for k in p..e {
                             prefetch(share, ids, k + AHEAD);
                             prefetch(shared, ids, k + AHEAD);
                             let v = ids[k] as usize;
-                            g[k & 1] += share[v];
+                            g1 += share[v];
                             shared[v].fetch_add(x, Relaxed);
                         }
                         for _ in e..end {
-                            g[0] += share[u as usize];
+                            g0 += share[u as usize];
                         }
-                        fixed(g[0] + g[1])
+                        fixed(g0 + g1)
                     }
                     None => {
                         for k in a..p {
@@ -398,9 +411,9 @@ impl Sums {
     }
 
     /// Calls `f(first vertex, sums)` for parts of the vertices in order, on
-    /// all cores, with the sums zeroed for the next pass; returns `f`'s
-    /// results in order.
-    fn drain<R: Send>(&mut self, f: impl Fn(usize, &[u64]) -> R + Sync) -> Vec<R> {
+    /// all cores; `f` takes each sum (leaving 0 for the next pass). Returns
+    /// `f`'s results in order.
+    fn drain<R: Send>(&mut self, f: impl Fn(usize, &mut [AtomicU64]) -> R + Sync) -> Vec<R> {
         let shared = &mut self.shared;
         for h in &mut self.hubs {
             let h = h.get_mut().unwrap_or_else(|e| e.into_inner());
@@ -409,10 +422,7 @@ impl Sums {
         shared
             .par_chunks_mut(PART)
             .enumerate()
-            .map(|(k, part)| {
-                let sums: Vec<u64> = part.iter_mut().map(|s| std::mem::take(s.get_mut())).collect();
-                f(k * PART, &sums)
-            })
+            .map(|(k, part)| f(k * PART, part))
             .collect()
     }
 }
@@ -429,10 +439,11 @@ fn lower_pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>
     let mut deg: Vec<u32> = state::filled(n, 0);
     {
         let parts = Ranges::new(&mut deg);
-        let degrees = |lo: usize, s: &[u64]| -> Result<()> {
+        let degrees = |lo: usize, s: &mut [AtomicU64]| -> Result<()> {
             // SAFETY: `drain` hands out disjoint parts.
             let d = unsafe { parts.get(lo, lo + s.len()) };
-            for (d, &x) in d.iter_mut().zip(s) {
+            for (d, x) in d.iter_mut().zip(s) {
+                let x = std::mem::take(x.get_mut());
                 *d = u32::try_from(x).map_err(|_| EngineError::Invalid(format!("a vertex has {x} edges, more than PageRank's 2^32")))?;
             }
             Ok(())
@@ -454,8 +465,9 @@ fn lower_pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>
             // SAFETY: `drain` hands out disjoint parts.
             let share = unsafe { out.get(lo, lo + s.len()) };
             let (mut delta, mut dangling) = (0.0, 0.0);
-            for ((x, &sum), &d) in share.iter_mut().zip(s).zip(&deg[lo..lo + s.len()]) {
-                let r = base + damping * (sum as f64 / SCALE);
+            let deg = &deg[lo..lo + s.len()];
+            for ((x, sum), &d) in share.iter_mut().zip(s.iter_mut()).zip(deg) {
+                let r = base + damping * (std::mem::take(sum.get_mut()) as f64 / SCALE);
                 if d == 0 {
                     delta += (r - *x).abs();
                     dangling += r;
