@@ -171,7 +171,7 @@ pub fn info_cmd(a: InfoArgs) -> CliResult {
         "pages": sb.total_pages, "bytes": s.size_bytes(),
         "out_adjacency_pages": sb.out.adj_pages, "out_gtt_entries": sb.out.gtt_entries,
         "in_adjacency_pages": sb.inn.map(|d| d.adj_pages),
-        "lower_lists": s.has_lower_lists(), "lower_adjacency_pages": sb.lower.map(|(d, _)| d.adj_pages), "backend": s.volume().backend().name(),
+        "lower_lists": s.has_lower_lists(), "lower_adjacency_pages": sb.lower.map(|l| l.dir.adj_pages), "backend": s.volume().backend().name(),
         "tensors": tensors,
     });
     if a.json {

@@ -312,16 +312,13 @@ impl Sums {
         Sums { shared: state::from_fn(n, |_| AtomicU64::new(0)), hubs: (0..threads).map(|_| Mutex::new(state::filled(n.min(HUBS), (0.0, 0)))).collect() }
     }
 
-    /// One pass over the lower lists. With `share` (rank / degree): adds
-    /// u's share to every neighbor below u and the neighbors' shares to u,
-    /// in fixed point. Without: counts the degrees (one per neighbor below
-    /// u, the list's length to u).
-    fn pass(&mut self, lists: &Lists, share: Option<&[f64]>) -> Result<()> {
-        if let Some(share) = share {
-            for h in &mut self.hubs {
-                let h = h.get_mut().unwrap_or_else(|e| e.into_inner());
-                h.par_iter_mut().zip(share.par_iter()).for_each(|(h, &s)| h.0 = s);
-            }
+    /// One pass over the lower lists: adds u's share (rank / degree) to
+    /// every neighbor below u and the neighbors' shares to u, in fixed
+    /// point.
+    fn pass(&mut self, lists: &Lists, share: &[f64]) -> Result<()> {
+        for h in &mut self.hubs {
+            let h = h.get_mut().unwrap_or_else(|e| e.into_inner());
+            h.par_iter_mut().zip(share.par_iter()).for_each(|(h, &s)| h.0 = s);
         }
         let this = &*self;
         lists.chunks(|c| {
@@ -334,51 +331,38 @@ impl Sums {
                 // edge to u is u's own once), and the hubs first.
                 let e = a + ids[a..end].partition_point(|&v| v < u);
                 let p = a + ids[a..e].partition_point(|&v| (v as usize) < hubs.len());
-                let own = match share {
-                    Some(share) => {
-                        let x = fixed(share[u as usize]);
-                        // Two sums in registers, so adds do not all wait
-                        // for the one before.
-                        let (mut g0, mut g1) = (0.0f64, 0.0f64);
-                        let mut k = a;
-                        while k + 2 <= p {
-                            prefetch(hubs, ids, k + AHEAD);
-                            prefetch(hubs, ids, k + 1 + AHEAD);
-                            let h = &mut hubs[ids[k] as usize];
-                            g0 += h.0;
-                            h.1 += x;
-                            let h = &mut hubs[ids[k + 1] as usize];
-                            g1 += h.0;
-                            h.1 += x;
-                            k += 2;
-                        }
-                        if k < p {
-                            let h = &mut hubs[ids[k] as usize];
-                            g0 += h.0;
-                            h.1 += x;
-                        }
-                        for k in p..e {
-                            prefetch(share, ids, k + AHEAD);
-                            prefetch(shared, ids, k + AHEAD);
-                            let v = ids[k] as usize;
-                            g1 += share[v];
-                            shared[v].fetch_add(x, Relaxed);
-                        }
-                        for _ in e..end {
-                            g0 += share[u as usize];
-                        }
-                        fixed(g0 + g1)
-                    }
-                    None => {
-                        for k in a..p {
-                            hubs[ids[k] as usize].1 += 1;
-                        }
-                        for k in p..e {
-                            shared[ids[k] as usize].fetch_add(1, Relaxed);
-                        }
-                        (end - a) as u64
-                    }
-                };
+                let x = fixed(share[u as usize]);
+                // Two sums in registers, so adds do not all wait for the
+                // one before.
+                let (mut g0, mut g1) = (0.0f64, 0.0f64);
+                let mut k = a;
+                while k + 2 <= p {
+                    prefetch(hubs, ids, k + AHEAD);
+                    prefetch(hubs, ids, k + 1 + AHEAD);
+                    let h = &mut hubs[ids[k] as usize];
+                    g0 += h.0;
+                    h.1 += x;
+                    let h = &mut hubs[ids[k + 1] as usize];
+                    g1 += h.0;
+                    h.1 += x;
+                    k += 2;
+                }
+                if k < p {
+                    let h = &mut hubs[ids[k] as usize];
+                    g0 += h.0;
+                    h.1 += x;
+                }
+                for k in p..e {
+                    prefetch(share, ids, k + AHEAD);
+                    prefetch(shared, ids, k + AHEAD);
+                    let v = ids[k] as usize;
+                    g1 += share[v];
+                    shared[v].fetch_add(x, Relaxed);
+                }
+                for _ in e..end {
+                    g0 += share[u as usize];
+                }
+                let own = fixed(g0 + g1);
                 match hubs.get_mut(u as usize) {
                     Some(h) => h.1 += own,
                     None => {
@@ -427,29 +411,15 @@ impl Sums {
     }
 }
 
-/// PageRank over the lower lists of an undirected store: one pass counts
-/// the degrees, then each iteration is one pass adding rank / degree both
-/// ways.
+/// PageRank over the lower lists of an undirected store: the degrees come
+/// from the import's table, then each iteration is one pass adding rank /
+/// degree both ways.
 fn lower_pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, progress: Progress) -> Result<PageRank> {
     let n = store.num_nodes() as usize;
     let nf = n as f64;
+    let deg = store.lower_degrees()?.ok_or_else(|| EngineError::Invalid("the lower lists went away (a merge)".into()))?;
     let lists = Lists::new(store, Direction::Lower, false)?;
     let mut sums = Sums::new(n);
-    sums.pass(&lists, None)?;
-    let mut deg: Vec<u32> = state::filled(n, 0);
-    {
-        let parts = Ranges::new(&mut deg);
-        let degrees = |lo: usize, s: &mut [AtomicU64]| -> Result<()> {
-            // SAFETY: `drain` hands out disjoint parts.
-            let d = unsafe { parts.get(lo, lo + s.len()) };
-            for (d, x) in d.iter_mut().zip(s) {
-                let x = std::mem::take(x.get_mut());
-                *d = u32::try_from(x).map_err(|_| EngineError::Invalid(format!("a vertex has {x} edges, more than PageRank's 2^32")))?;
-            }
-            Ok(())
-        };
-        sums.drain(degrees).into_iter().collect::<Result<()>>()?;
-    }
     // `share` holds rank / degree between passes (the rank itself for
     // vertices without edges, which no list names).
     let mut share = state::filled(n, 1.0 / nf);
@@ -457,7 +427,7 @@ fn lower_pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>
     let mut done = 0;
     while done < iterations {
         let last = done + 1 == iterations;
-        sums.pass(&lists, Some(&share))?;
+        sums.pass(&lists, &share)?;
         let base = (1.0 - damping) / nf + damping * dangling / nf;
         let out = Ranges::new(&mut share);
         let deg = &deg;

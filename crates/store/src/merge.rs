@@ -234,8 +234,10 @@ impl Store {
         // The lower lists are not merged (they would be laid out again from
         // every changed list's lower part): the new base has none, and
         // whole-graph passes read out-lists until the next import.
-        if let (Some((meta, _)), Some(g)) = (sb.lower, &base.lower) {
+        if let (Some(l), Some(g)) = (sb.lower, &base.lower) {
+            let meta = l.dir;
             retired.extend(meta.gtt_start..meta.gtt_start + meta.gtt_pages + meta.bitmap_pages);
+            retired.extend(l.degrees.start..l.degrees.start + l.degrees.pages);
             retired.extend((0..g.len()).map(|i| g.page(i)));
         }
         let mut table = |staged: &mut Staged, words: &[u64], old: &Table| -> Result<Table> {

@@ -23,7 +23,7 @@ pub(crate) struct Space {
 pub(crate) fn pages_in_use(base: &Base) -> Vec<u64> {
     let sb = &base.sb;
     let mut used = vec![0, 1];
-    for (meta, gtt) in [(Some(sb.out), Some(&base.out)), (sb.inn, base.inn.as_ref()), (sb.lower.map(|l| l.0), base.lower.as_ref())] {
+    for (meta, gtt) in [(Some(sb.out), Some(&base.out)), (sb.inn, base.inn.as_ref()), (sb.lower.map(|l| l.dir), base.lower.as_ref())] {
         if let (Some(m), Some(g)) = (meta, gtt) {
             used.extend(m.gtt_start..m.gtt_start + m.gtt_pages + m.bitmap_pages);
             used.extend((0..g.len()).map(|i| g.page(i)));
@@ -34,7 +34,7 @@ pub(crate) fn pages_in_use(base: &Base) -> Vec<u64> {
     }
     // Pages past the import's region exist only in the map.
     used.extend(base.tensor_map.iter().filter(|((ti, k), _)| *k >= sb.tensors[*ti as usize].pages).map(|(_, &p)| p));
-    for t in [sb.tensor_map, sb.tombstones, sb.hot, sb.order] {
+    for t in [sb.tensor_map, sb.tombstones, sb.hot, sb.order, sb.lower.map_or_else(Default::default, |l| l.degrees)] {
         used.extend(t.start..t.start + t.pages);
     }
     used

@@ -8,7 +8,7 @@
 //! flags u32 (1 directed, 2 in-edges, 4 weights, 8 labels, 16 lower lists) | 0 u32 | 0 u32
 //! num_nodes u64 | num_edges u64 | total_pages u64 | checkpoint_lsn u64
 //! out: DirMeta | in: DirMeta            (6 x u64 each)
-//! lower: DirMeta | lower edges u64      (version 6 on)
+//! lower: DirMeta | edges u64 | degrees: Table   (version 6 on)
 //! tensor map: Table | tombstones: Table (3 x u64 each)
 //! hot: Table | order: Table            (3 x u64 each)
 //! tensors u32 | tensors x TensorMeta    (64-byte name, dtype u8 + 7 pad, 5 x u64)
@@ -47,6 +47,16 @@ pub struct DirMeta {
     pub adj_pages: u64,
     /// Presence bitmap pages, right after the GTT pages.
     pub bitmap_pages: u64,
+}
+
+/// An undirected store's lower lists: each vertex's neighbors up to itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LowerMeta {
+    pub dir: DirMeta,
+    pub edges: u64,
+    /// Every vertex's out-degree, two u32 per word: a pass over the lower
+    /// lists sees only part of each degree.
+    pub degrees: Table,
 }
 
 /// A region of Table pages (see `page::encode_table`).
@@ -95,9 +105,8 @@ pub struct Superblock {
     pub checkpoint_lsn: u64,
     pub out: DirMeta,
     pub inn: Option<DirMeta>,
-    /// An undirected store's lower lists (`Direction::Lower`) and their
-    /// edge count.
-    pub lower: Option<(DirMeta, u64)>,
+    /// An undirected store's lower lists (`Direction::Lower`).
+    pub lower: Option<LowerMeta>,
     /// Tensor pages moved by merges: pairs `(tensor << 48 | page index,
     /// page number)`, sorted.
     pub tensor_map: Table,
@@ -146,9 +155,11 @@ impl Superblock {
         }
         put_dir(&mut b, &self.out);
         put_dir(&mut b, &self.inn.unwrap_or_default());
-        let (lower, lower_edges) = self.lower.unwrap_or_default();
-        put_dir(&mut b, &lower);
-        b.extend_from_slice(&lower_edges.to_le_bytes());
+        let lower = self.lower.unwrap_or_default();
+        put_dir(&mut b, &lower.dir);
+        for x in [lower.edges, lower.degrees.start, lower.degrees.pages, lower.degrees.words] {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
         for t in [self.tensor_map, self.tombstones, self.hot, self.order] {
             for x in [t.start, t.pages, t.words] {
                 b.extend_from_slice(&x.to_le_bytes());
@@ -173,7 +184,7 @@ impl Superblock {
 
     /// Bytes a superblock with `tensors` tensors needs; must fit a page.
     pub fn body_bytes(tensors: usize) -> usize {
-        HEADER + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 32 + 96 + 56 + 96 + 4 + tensors * TENSOR_ENTRY
+        HEADER + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 32 + 96 + 80 + 96 + 4 + tensors * TENSOR_ENTRY
     }
 
     /// Decodes copy `which`; `path` names the store in errors.
@@ -204,9 +215,13 @@ impl Superblock {
         let out = get_dir(b, at);
         let inn = get_dir(b, at + 48);
         at += 96;
-        let lower = (version >= 6 && flags & 16 != 0).then(|| (get_dir(b, at), u64_at(b, at + 48)));
+        let lower = (version >= 6 && flags & 16 != 0).then(|| LowerMeta {
+            dir: get_dir(b, at),
+            edges: u64_at(b, at + 48),
+            degrees: Table { start: u64_at(b, at + 56), pages: u64_at(b, at + 64), words: u64_at(b, at + 72) },
+        });
         if version >= 6 {
-            at += 56;
+            at += 80;
         }
         let table = |at: usize| Table { start: u64_at(b, at), pages: u64_at(b, at + 8), words: u64_at(b, at + 16) };
         let (tensor_map, tombstones, hot, order) = (table(at), table(at + 24), table(at + 48), table(at + 72));

@@ -50,10 +50,12 @@ impl Store {
             rep.pages += pages.len() as u64;
             progress(rep.pages, total);
         }
-        let dirs = [Some((Direction::Out, sb.out)), sb.inn.map(|d| (Direction::In, d)), sb.lower.map(|(d, _)| (Direction::Lower, d))];
+        let dirs = [Some((Direction::Out, sb.out)), sb.inn.map(|d| (Direction::In, d)), sb.lower.map(|l| (Direction::Lower, l.dir))];
+        // The lower lists' degree table must hold the out-lists' lengths.
+        let mut out_degrees = sb.lower.map(|_| vec![0u32; sb.num_nodes as usize]);
         for (dir, meta) in dirs.into_iter().flatten() {
             let gtt = base.gtt(dir)?;
-            let edges = self.verify_adjacency(gtt, sb, dir)?;
+            let edges = self.verify_adjacency(gtt, sb, dir, if dir == Direction::Out { out_degrees.as_deref_mut() } else { None })?;
             if dir == Direction::Out {
                 rep.edges = edges;
             }
@@ -66,6 +68,14 @@ impl Store {
             self.scan(&run, |_, no, pg| page::open_kind(no, pg, Kind::Presence).map(|_| ()))?;
             rep.pages += gtt.len() as u64 + meta.gtt_pages + meta.bitmap_pages;
             progress(rep.pages, total);
+        }
+        if let (Some(l), Some(want)) = (sb.lower, out_degrees) {
+            let words = crate::store::load_table(self.volume(), &l.degrees)?;
+            let got = words.iter().flat_map(|&w| [w as u32, (w >> 32) as u32]);
+            if let Some((v, (g, w))) = got.zip(&want).enumerate().find(|(_, (g, w))| g != *w) {
+                return Err(corrupt(l.degrees.start, format!("degree table says vertex {v} has {g} edges, its out-list holds {w}")));
+            }
+            rep.pages += l.degrees.pages;
         }
         // The tensor map and tombstones were read and checked when the store
         // opened; the hot table only in part, if at all.
@@ -113,7 +123,7 @@ impl Store {
         Ok(())
     }
 
-    fn verify_adjacency(&self, gtt: &Gtt, sb: &Superblock, dir: Direction) -> Result<u64> {
+    fn verify_adjacency(&self, gtt: &Gtt, sb: &Superblock, dir: Direction, mut degrees: Option<&mut [u32]>) -> Result<u64> {
         let fmt = sb.fmt;
         let ps = sb.page_size as usize;
         let mut edges = 0u64;
@@ -151,6 +161,9 @@ impl Store {
                     return Err(corrupt(format!("lower list of vertex {v} holds a higher neighbor")));
                 }
                 edges += blk.d as u64;
+                if let Some(d) = degrees.as_deref_mut().and_then(|d| d.get_mut(v as usize)) {
+                    *d = d.saturating_add(blk.d as u32);
+                }
                 Ok((blk.d, len))
             };
             match h.kind {

@@ -8,7 +8,7 @@ use solidgraph_io::{AlignedBuf, Volume};
 
 use super::sort::{Merged, Rec};
 use crate::adjacency::{EdgeFormat, PackedBuilder, write_extent_page};
-use crate::error::Result;
+use crate::error::{Result, StoreError};
 use crate::gtt::Gtt;
 use crate::page::{HEADER, Header, Kind, seal};
 
@@ -85,6 +85,8 @@ pub struct LayoutOptions {
     pub presence: bool,
     /// Rank this many vertices of highest degree (`Laid::hot`); 0: none.
     pub hot: usize,
+    /// Keep every vertex's degree (`Laid::degrees`).
+    pub degrees: bool,
 }
 
 pub struct Laid {
@@ -95,6 +97,8 @@ pub struct Laid {
     /// Up to `LayoutOptions::hot` vertices with edges, highest degree
     /// first, ties by id.
     pub hot: Vec<u64>,
+    /// Every vertex's degree, when asked for.
+    pub degrees: Option<Vec<u32>>,
 }
 
 /// The `k` vertices of highest degree seen so far: a min-heap of k entries,
@@ -149,6 +153,7 @@ struct Builder<'a> {
     /// `edges` when `v` began.
     v_first_edge: u64,
     top: TopDegrees,
+    degrees: Option<Vec<u32>>,
 }
 
 impl Builder<'_> {
@@ -244,7 +249,13 @@ impl Builder<'_> {
             self.ls.clear();
             self.gap_bytes = 0;
         }
-        self.top.push(self.v, self.edges - self.v_first_edge);
+        let degree = self.edges - self.v_first_edge;
+        self.top.push(self.v, degree);
+        if let Some(d) = self.degrees.as_mut() {
+            let n = d.len();
+            let x = d.get_mut(self.v as usize).ok_or_else(|| StoreError::Invalid(format!("vertex {} past the {n} vertices", self.v)))?;
+            *x = u32::try_from(degree).map_err(|_| StoreError::Invalid(format!("vertex {} has {degree} edges: lower lists record degrees below 2^32", self.v)))?;
+        }
         self.v = next;
         self.v_first_edge = self.edges;
         self.has_self = false;
@@ -276,6 +287,7 @@ pub fn lay_out(vol: &Volume, first_page: u64, merged: &mut Merged, o: &LayoutOpt
         extent_pages: 0,
         v_first_edge: 0,
         top: TopDegrees { k: o.hot, heap: BinaryHeap::with_capacity(o.hot.min(1 << 20)) },
+        degrees: o.degrees.then(|| vec![0; o.num_nodes as usize]),
     };
     let mut seen = 0u64;
     while let Some(Rec { src, dst, wbits, label }) = merged.next()? {
@@ -299,7 +311,7 @@ pub fn lay_out(vol: &Volume, first_page: u64, merged: &mut Merged, o: &LayoutOpt
     progress(total, total);
     let edges = b.edges;
     let next = b.w.finish()?;
-    Ok(Laid { gtt: b.gtt, edges, next_page: next, adj_pages: next - first_page, hot: b.top.ranked() })
+    Ok(Laid { gtt: b.gtt, edges, next_page: next, adj_pages: next - first_page, hot: b.top.ranked(), degrees: b.degrees })
 }
 
 /// Writes one tensor's rows (a byte stream) as tensor pages from

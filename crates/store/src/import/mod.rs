@@ -32,7 +32,7 @@ use crate::gtt::Gtt;
 use crate::order::{Permutation, VertexOrder};
 use crate::page;
 use crate::store::member_path;
-use crate::superblock::{DirMeta, MAX_TENSOR_NAME, MAX_TENSORS, Superblock, Table, TensorMeta};
+use crate::superblock::{DirMeta, LowerMeta, MAX_TENSOR_NAME, MAX_TENSORS, Superblock, Table, TensorMeta};
 use crate::tensor::{self, DType};
 
 const EPOCH: u64 = 1;
@@ -328,7 +328,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     // that it would outweigh the 4-byte id column of the edges.
     let presence = num_nodes <= 32 * out_sort.count.max(1);
     let hot = (num_nodes.div_ceil(4) as usize).min(HOT_MAX).min(o.memory_budget as usize / 64);
-    let lo = LayoutOptions { fmt, fill: o.fill_factor, dedup: o.dedup, self_loops: o.self_loops, num_nodes, epoch: EPOCH, presence, hot };
+    let lo = LayoutOptions { fmt, fill: o.fill_factor, dedup: o.dedup, self_loops: o.self_loops, num_nodes, epoch: EPOCH, presence, hot, degrees: false };
     let (out_meta, in_meta, lower_meta, hot, order, total_pages, num_edges) = std::thread::scope(|scope| -> Result<_> {
         let writer = scope.spawn(|| -> Result<()> {
             for (i, p) in plans.iter().enumerate() {
@@ -339,7 +339,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         let laid = (|| -> Result<_> {
             let out_total = out_sort.count;
             let mut merged = out_sort.finish(merge_budget)?;
-            let out_laid = lay_out(&vol, next_page, &mut merged, &lo, out_total, &|d, t| progress("out-edges", d, t))?;
+            let out_laid = lay_out(&vol, next_page, &mut merged, &LayoutOptions { degrees: lower_sort.is_some(), ..lo }, out_total, &|d, t| progress("out-edges", d, t))?;
             drop(merged);
             let (out_meta, mut next) = write_gtt(&vol, &out_laid.gtt, num_nodes, out_laid.next_page, next_page)?;
             let mut in_meta = None;
@@ -359,8 +359,11 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
                 let start = next;
                 let laid = lay_out(&vol, start, &mut merged, &LayoutOptions { hot: 0, ..lo }, total, &|d, t| progress("lower lists", d, t))?;
                 let (m, n) = write_gtt(&vol, &laid.gtt, num_nodes, laid.next_page, start)?;
-                lower_meta = Some((m, laid.edges));
                 next = n;
+                let words: Vec<u64> = out_laid.degrees.as_deref().unwrap_or(&[]).chunks(2).map(|p| p[0] as u64 | (p.get(1).copied().unwrap_or(0) as u64) << 32).collect();
+                let degrees = write_table(&vol, &words, next)?;
+                next += degrees.pages;
+                lower_meta = Some(LowerMeta { dir: m, edges: laid.edges, degrees });
             }
             let hot = write_table(&vol, &out_laid.hot, next)?;
             next += hot.pages;
