@@ -164,7 +164,7 @@ pub fn info_cmd(a: InfoArgs) -> CliResult {
         .map(|t| serde_json::json!({"name": t.name, "dtype": t.dtype.name(), "dim": t.dim, "rows": t.rows, "pages": t.pages}))
         .collect();
     let j = serde_json::json!({
-        "path": a.path, "format_version": solidgraph_store::superblock::FORMAT_VERSION, "epoch": sb.epoch,
+        "path": a.path, "format_version": sb.version, "epoch": sb.epoch,
         "num_nodes": s.num_nodes(), "num_edges": s.num_edges(), "pending_updates": s.pending_updates(), "directed": sb.directed,
         "in_edges": sb.inn.is_some() || !sb.directed, "weights": sb.fmt.weights, "labels": sb.fmt.labels,
         "page_size": sb.page_size, "members": sb.members, "stripe_pages": sb.stripe_pages,

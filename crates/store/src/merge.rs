@@ -28,7 +28,7 @@ use crate::gtt::Gtt;
 use crate::page::{self, HEADER, Header, Kind};
 use crate::space::Space;
 use crate::store::{Base, Csr, Direction, Store, load_base};
-use crate::superblock::{DirMeta, Superblock, Table};
+use crate::superblock::{DirMeta, FORMAT_VERSION, Superblock, Table};
 use crate::tensor;
 use crate::update::Writer;
 
@@ -250,6 +250,7 @@ impl Store {
         let tombstones_t = table(staged, &tombstones, &sb.tombstones)?;
 
         let new_sb = Superblock {
+            version: FORMAT_VERSION,
             epoch,
             num_nodes,
             num_edges: out_edges,

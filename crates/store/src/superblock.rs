@@ -91,6 +91,8 @@ impl TensorMeta {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Superblock {
+    /// The format version it was read as; written as `FORMAT_VERSION`.
+    pub version: u32,
     pub epoch: u64,
     pub page_size: u32,
     pub stripe_pages: u64,
@@ -248,6 +250,7 @@ impl Superblock {
             at += TENSOR_ENTRY;
         }
         Ok(Superblock {
+            version,
             epoch: h.epoch,
             page_size,
             stripe_pages,
@@ -267,5 +270,60 @@ impl Superblock {
             order,
             tensors,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(lower: Option<LowerMeta>) -> Superblock {
+        let dir = |k: u64| DirMeta { gtt_start: k, gtt_pages: k + 1, gtt_entries: k + 2, adj_start: k + 3, adj_pages: k + 4, bitmap_pages: k + 5 };
+        let table = |k: u64| Table { start: k, pages: k + 1, words: k + 2 };
+        Superblock {
+            version: FORMAT_VERSION,
+            epoch: 7,
+            page_size: 4096,
+            stripe_pages: 256,
+            members: 1,
+            directed: lower.is_none(),
+            fmt: EdgeFormat { weights: true, labels: false },
+            num_nodes: 1000,
+            num_edges: 5000,
+            total_pages: 900,
+            checkpoint_lsn: 3,
+            out: dir(10),
+            inn: None,
+            lower,
+            tensor_map: table(100),
+            tombstones: table(200),
+            hot: table(300),
+            order: table(400),
+            tensors: vec![TensorMeta { name: "x".into(), dtype: DType::F32, dim: 4, rows: 1000, start_page: 2, pages: 4 }],
+        }
+    }
+
+    #[test]
+    fn round_trips_and_reads_version_5() {
+        let lower = LowerMeta { dir: DirMeta { gtt_start: 50, gtt_pages: 1, gtt_entries: 9, adj_start: 40, adj_pages: 9, bitmap_pages: 1 }, edges: 2500, degrees: Table { start: 52, pages: 1, words: 500 } };
+        for sb in [sample(None), sample(Some(lower))] {
+            let mut page = vec![0u8; 4096];
+            sb.encode(0, &mut page);
+            assert_eq!(Superblock::decode(0, &page, Path::new("s")).unwrap(), sb);
+        }
+        // Version 5: the same body without the lower-list slot.
+        let sb = sample(None);
+        let mut v6 = vec![0u8; 4096];
+        sb.encode(1, &mut v6);
+        let slot = HEADER + 8 + 4 + 4 + 8 + 4 + 4 + 8 + 32 + 96;
+        let mut v5 = vec![0u8; 4096];
+        v5[..slot].copy_from_slice(&v6[..slot]);
+        v5[slot..4096 - 80].copy_from_slice(&v6[slot + 80..]);
+        v5[HEADER + 8..HEADER + 12].copy_from_slice(&5u32.to_le_bytes());
+        seal(1, &mut v5, &Header { kind: Kind::Superblock, epoch: sb.epoch, key: 0, count: 1, aux: 0 });
+        assert_eq!(Superblock::decode(1, &v5, Path::new("s")).unwrap(), Superblock { version: 5, ..sb });
+        v5[HEADER + 8..HEADER + 12].copy_from_slice(&4u32.to_le_bytes());
+        seal(1, &mut v5, &Header { kind: Kind::Superblock, epoch: sb.epoch, key: 0, count: 1, aux: 0 });
+        assert!(matches!(Superblock::decode(1, &v5, Path::new("s")), Err(StoreError::OlderFormat { found: 4, supported: 5, .. })));
     }
 }

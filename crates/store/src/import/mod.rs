@@ -32,7 +32,7 @@ use crate::gtt::Gtt;
 use crate::order::{Permutation, VertexOrder};
 use crate::page;
 use crate::store::member_path;
-use crate::superblock::{DirMeta, LowerMeta, MAX_TENSOR_NAME, MAX_TENSORS, Superblock, Table, TensorMeta};
+use crate::superblock::{DirMeta, FORMAT_VERSION, LowerMeta, MAX_TENSOR_NAME, MAX_TENSORS, Superblock, Table, TensorMeta};
 use crate::tensor::{self, DType};
 
 const EPOCH: u64 = 1;
@@ -381,6 +381,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
 
     // Phase 4: superblocks, sync, rename.
     let sb = Superblock {
+        version: FORMAT_VERSION,
         epoch: EPOCH,
         page_size: ps as u32,
         stripe_pages: o.stripe_pages,
