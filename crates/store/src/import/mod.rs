@@ -342,28 +342,25 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
             let out_laid = lay_out(&vol, next_page, &mut merged, &LayoutOptions { degrees: lower_sort.is_some(), ..lo }, out_total, &|d, t| progress("out-edges", d, t))?;
             drop(merged);
             let (out_meta, mut next) = write_gtt(&vol, &out_laid.gtt, num_nodes, out_laid.next_page, next_page)?;
-            let mut in_meta = None;
-            if let Some(s) = in_sort {
+            // In-edges and lower lists: one more adjacency each, from its
+            // own sorted runs, after everything before it. Returns its
+            // metadata and edge count.
+            let more = |s: Sorter, phase: &str, next: &mut u64| -> Result<(DirMeta, u64)> {
                 let total = s.count;
                 let mut merged = s.finish(merge_budget)?;
-                let start = next;
-                let laid = lay_out(&vol, start, &mut merged, &LayoutOptions { hot: 0, ..lo }, total, &|d, t| progress("in-edges", d, t))?;
-                let (m, n) = write_gtt(&vol, &laid.gtt, num_nodes, laid.next_page, start)?;
-                in_meta = Some(m);
-                next = n;
-            }
+                let laid = lay_out(&vol, *next, &mut merged, &LayoutOptions { hot: 0, ..lo }, total, &|d, t| progress(phase, d, t))?;
+                let (m, n) = write_gtt(&vol, &laid.gtt, num_nodes, laid.next_page, *next)?;
+                *next = n;
+                Ok((m, laid.edges))
+            };
+            let in_meta = in_sort.map(|s| more(s, "in-edges", &mut next)).transpose()?.map(|(m, _)| m);
             let mut lower_meta = None;
             if let Some(s) = lower_sort {
-                let total = s.count;
-                let mut merged = s.finish(merge_budget)?;
-                let start = next;
-                let laid = lay_out(&vol, start, &mut merged, &LayoutOptions { hot: 0, ..lo }, total, &|d, t| progress("lower lists", d, t))?;
-                let (m, n) = write_gtt(&vol, &laid.gtt, num_nodes, laid.next_page, start)?;
-                next = n;
+                let (dir, edges) = more(s, "lower lists", &mut next)?;
                 let words: Vec<u64> = out_laid.degrees.as_deref().unwrap_or(&[]).chunks(2).map(|p| p[0] as u64 | (p.get(1).copied().unwrap_or(0) as u64) << 32).collect();
                 let degrees = write_table(&vol, &words, next)?;
                 next += degrees.pages;
-                lower_meta = Some(LowerMeta { dir: m, edges: laid.edges, degrees });
+                lower_meta = Some(LowerMeta { dir, edges, degrees });
             }
             let hot = write_table(&vol, &out_laid.hot, next)?;
             next += hot.pages;
