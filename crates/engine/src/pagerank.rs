@@ -203,26 +203,26 @@ fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], dangl
     Ok(parts.iter().fold((0.0, 0.0), |(d, g), &(x, y)| (d + x, g + y)))
 }
 
-/// A per-vertex array written by tasks, each in its own vertex range.
-struct Ranges<'a, T> {
-    ptr: *mut T,
+/// A rank array written by tasks, each in its own vertex range.
+struct Ranges<'a> {
+    ptr: *mut f64,
     len: usize,
-    _borrow: std::marker::PhantomData<&'a mut [T]>,
+    _borrow: std::marker::PhantomData<&'a mut [f64]>,
 }
 
 // SAFETY: tasks touch disjoint ranges (`get`'s contract).
-unsafe impl<T: Send> Send for Ranges<'_, T> {}
-unsafe impl<T: Send> Sync for Ranges<'_, T> {}
+unsafe impl Send for Ranges<'_> {}
+unsafe impl Sync for Ranges<'_> {}
 
-impl<'a, T> Ranges<'a, T> {
-    fn new(x: &'a mut [T]) -> Self {
+impl<'a> Ranges<'a> {
+    fn new(x: &'a mut [f64]) -> Self {
         Ranges { ptr: x.as_mut_ptr(), len: x.len(), _borrow: std::marker::PhantomData }
     }
 
     /// SAFETY: no two slices alive at once may overlap.
     #[allow(clippy::mut_from_ref)]
-    unsafe fn get(&self, lo: usize, hi: usize) -> &mut [T] {
-        assert!(lo <= hi && hi <= self.len, "range [{lo}, {hi}) outside {} vertices", self.len);
+    unsafe fn get(&self, lo: usize, hi: usize) -> &mut [f64] {
+        assert!(lo <= hi && hi <= self.len, "range [{lo}, {hi}) outside {} ranks", self.len);
         // SAFETY: in bounds (asserted), borrowed for 'a, disjoint by contract.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(lo), hi - lo) }
     }
