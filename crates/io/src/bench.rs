@@ -162,6 +162,8 @@ pub fn prepare(cfg: &IoBenchConfig, progress: &mut dyn FnMut(u64, u64)) -> Resul
         backend: cfg.backend.map_or(BackendChoice::Auto, BackendChoice::Force),
         inflight_per_member: cfg.depth,
         max_io_bytes: cfg.block.max(PAGE),
+        // Random blocks stay one I/O each, whatever lies between them.
+        read_gap_pages: 0,
         registered_chunks: (batch_bytes.div_ceil(chunk) + 1).clamp(16, 1024),
         posix_threads: cfg.depth.min(256),
         writable: true,

@@ -12,6 +12,7 @@ pub(crate) struct MemberCounters {
     bytes_read: AtomicU64,
     bytes_written: AtomicU64,
     merged_pages: AtomicU64,
+    gap_pages: AtomicU64,
     inflight_hwm: AtomicU64,
     latency: Mutex<Histogram<u64>>,
 }
@@ -23,6 +24,7 @@ impl MemberCounters {
             bytes_read: AtomicU64::new(0),
             bytes_written: AtomicU64::new(0),
             merged_pages: AtomicU64::new(0),
+            gap_pages: AtomicU64::new(0),
             inflight_hwm: AtomicU64::new(0),
             // 1 ns .. 100 s at 3 significant digits.
             latency: Mutex::new(Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("histogram bounds")),
@@ -59,8 +61,13 @@ impl MemberCounters {
         }
     }
 
-    pub(crate) fn record_merged(&self, pages: u64) {
+    /// `pages` rode along in another I/O, which also read `gap` pages
+    /// nobody asked for to reach them.
+    pub(crate) fn record_merged(&self, pages: u64, gap: u64) {
         self.merged_pages.fetch_add(pages, Relaxed);
+        if gap > 0 {
+            self.gap_pages.fetch_add(gap, Relaxed);
+        }
     }
 
     pub(crate) fn record_inflight(&self, n: usize) {
@@ -75,6 +82,7 @@ impl MemberCounters {
             bytes_read: self.bytes_read.load(Relaxed),
             bytes_written: self.bytes_written.load(Relaxed),
             merged_pages: self.merged_pages.load(Relaxed),
+            gap_pages: self.gap_pages.load(Relaxed),
             inflight_hwm: self.inflight_hwm.load(Relaxed),
             p50_us: q(0.5),
             p99_us: q(0.99),
@@ -87,6 +95,7 @@ impl MemberCounters {
         self.bytes_read.store(0, Relaxed);
         self.bytes_written.store(0, Relaxed);
         self.merged_pages.store(0, Relaxed);
+        self.gap_pages.store(0, Relaxed);
         self.inflight_hwm.store(0, Relaxed);
         self.latency.lock().unwrap().reset();
     }
@@ -101,6 +110,8 @@ pub struct MemberStats {
     pub bytes_written: u64,
     /// Pages that rode along in another page's I/O instead of their own.
     pub merged_pages: u64,
+    /// Pages read only to join two runs into one I/O (in `bytes_read`).
+    pub gap_pages: u64,
     /// Highest number of I/Os in flight at once on this member.
     pub inflight_hwm: u64,
     pub p50_us: f64,

@@ -71,7 +71,8 @@ proptest! {
 }
 
 /// Random batches (with duplicates, any order) return what was written, on
-/// every backend, with merging on or off, and the in-flight cap holds.
+/// every backend, with merging on or off, across gaps or not, and the
+/// in-flight cap holds.
 #[test]
 fn random_batches_read_back_on_every_backend() {
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig { cases: 24, ..Default::default() });
@@ -79,14 +80,14 @@ fn random_batches_read_back_on_every_backend() {
         let dir = tempfile::tempdir().unwrap();
         let members = if sim_members > 0 { sim_members } else { 2 };
         let ps = paths(&dir, members);
-        for (cap, max_io) in [(1usize, PS), (4, 8 * PS), (64, 64 * PS)] {
+        for (cap, max_io, gap) in [(1usize, PS, 4), (4, 8 * PS, 0), (64, 64 * PS, 4)] {
             let dir2 = tempfile::tempdir().unwrap();
             let ps2 = if matches!(choice, BackendChoice::Sim(_)) { ps.clone() } else { paths(&dir2, members) };
             let choice = match &choice {
                 BackendChoice::Sim(_) => BackendChoice::Sim(SimDisk::new(members, cap as u64 + 3)),
                 c => c.clone(),
             };
-            let v = Volume::create(&ps2, 300, opts(choice, 3, cap, max_io)).unwrap();
+            let v = Volume::create(&ps2, 300, VolumeOptions { read_gap_pages: gap, ..opts(choice, 3, cap, max_io) }).unwrap();
             let n = v.num_pages();
             assert!(n >= 300, "{name}: grew to {n}");
             write_all(&v, n, 1);
@@ -111,6 +112,34 @@ fn random_batches_read_back_on_every_backend() {
                 assert!(merged > 0, "{name}: a sequential write of {n} pages merged nothing");
             }
         }
+    }
+}
+
+/// Runs up to `read_gap_pages` apart become one I/O that reads the pages
+/// between too; farther ones, other members' pages and runs past
+/// `max_io_bytes` do not.
+#[test]
+fn reads_bridge_small_gaps() {
+    for (gap, max_io, ios, gap_pages) in [(0, 64 * PS, 5, 0), (4, 64 * PS, 3, 5), (4, 4 * PS, 4, 1), (12, 64 * PS, 2, 17)] {
+        let dir = tempfile::tempdir().unwrap();
+        let ps = paths(&dir, 2);
+        // Stripe units of 64 pages: 0..64 on member 0, 64..128 on member 1.
+        let o = VolumeOptions { read_gap_pages: gap, ..opts(BackendChoice::Auto, 64, 8, max_io) };
+        let v = Volume::create(&ps, 128, o).unwrap();
+        write_all(&v, v.num_pages(), 2);
+        v.reset_stats();
+        let batch = [20u64, 0, 2, 7, 64, 2];
+        let got = v.read(&batch).unwrap();
+        let mut want = vec![0u8; PS];
+        for (i, &p) in batch.iter().enumerate() {
+            fill(p, 2, &mut want);
+            assert!(got.page(i) == &want[..], "gap {gap}: page {p} wrong");
+        }
+        let st = v.stats();
+        assert_eq!(st.iter().map(|s| s.ios).sum::<u64>(), ios, "gap {gap} max_io {max_io}");
+        assert_eq!(st.iter().map(|s| s.gap_pages).sum::<u64>(), gap_pages, "gap {gap} max_io {max_io}");
+        let pages = 5 + gap_pages;
+        assert_eq!(st.iter().map(|s| s.bytes_read).sum::<u64>(), pages * PS as u64, "gap {gap} max_io {max_io}");
     }
 }
 
