@@ -366,6 +366,9 @@ impl Volume {
         let mut by_member: Vec<Range<usize>> = vec![0..0; self.paths.len()];
         let mut chunks = Vec::new();
         let mut last: Option<(u32, u64)> = None;
+        // Gap pages in this batch: at most one per requested page, so a
+        // batch's buffers stay within twice its pages.
+        let mut bridged = 0;
         for &(m, off, i) in &order {
             if last == Some((m, off)) {
                 slot_of[i as usize] = (slots - 1) as u32;
@@ -379,7 +382,7 @@ impl Volume {
                 (Some((lm, loff)), Some(op)) if lm == m => {
                     let g = ((off - loff) / ps as u64 - 1) as usize;
                     let fits = (slots + g) / ppc == (slots - 1) / ppc && op.len as usize + (g + 1) * ps <= self.opts.max_io_bytes;
-                    (g <= self.opts.read_gap_pages && fits).then_some(g)
+                    (g <= self.opts.read_gap_pages && fits && bridged + g <= pages.len()).then_some(g)
                 }
                 _ => None,
             };
@@ -387,6 +390,7 @@ impl Volume {
             slots = s + 1;
             slot_of[i as usize] = s as u32;
             if let Some(g) = gap {
+                bridged += g;
                 ops.last_mut().expect("a gap implies an op").len += ((g + 1) * ps) as u32;
                 self.counters[m as usize].record_merged(1, g as u64);
             } else {

@@ -116,11 +116,12 @@ fn random_batches_read_back_on_every_backend() {
 }
 
 /// Runs up to `read_gap_pages` apart become one I/O that reads the pages
-/// between too; farther ones, other members' pages and runs past
-/// `max_io_bytes` do not.
+/// between too; farther ones, other members' pages, runs past
+/// `max_io_bytes` and gaps past one page per requested page do not (the
+/// last case: 0-2-7 bridge 5 pages, 7-20 would make 17 for 6 requests).
 #[test]
 fn reads_bridge_small_gaps() {
-    for (gap, max_io, ios, gap_pages) in [(0, 64 * PS, 5, 0), (4, 64 * PS, 3, 5), (4, 4 * PS, 4, 1), (12, 64 * PS, 2, 17)] {
+    for (gap, max_io, ios, gap_pages) in [(0, 64 * PS, 5, 0), (4, 64 * PS, 3, 5), (4, 4 * PS, 4, 1), (12, 64 * PS, 3, 5)] {
         let dir = tempfile::tempdir().unwrap();
         let ps = paths(&dir, 2);
         // Stripe units of 64 pages: 0..64 on member 0, 64..128 on member 1.
