@@ -5,7 +5,7 @@
 # SolidGraph against the same sampler over CSR + features in mmap (default
 # and MADV_RANDOM), against the whole store cached (DRAM oracle), feature
 # gather alone against mmap fancy indexing, and the device's random-read
-# IOPS at depth 64 (bench io) measured in the same run.
+# rates at depth 64 (bench io, 4 and 16 KiB reads) measured in the same run.
 #
 #   benchmarks/sampling.sh                   # scale 24, 20 batches, 1 round
 #   benchmarks/sampling.sh --quick           # scale 18, few batches, < 1 minute (make demo)
