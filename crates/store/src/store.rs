@@ -359,16 +359,26 @@ impl Store {
         const PART: usize = 16 * 1024;
         let Some(rc) = &self.shared.rows else { return Ok(()) };
         let base = self.base();
-        for ti in 0..base.sb.tensors.len() {
-            let rb = base.sb.tensors[ti].row_bytes() as usize;
+        // Two threads take parts in turn, so one's reads are in flight
+        // while the other copies rows into the cache (one thread left the
+        // device idle between parts: 0.7-1.2 s at scale 24 for ~380 MB).
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let parts: Vec<(usize, &[u64])> = (0..base.sb.tensors.len()).flat_map(|ti| hot.chunks(PART).map(move |p| (ti, p))).collect();
+        let warm = || -> Result<()> {
             let mut scratch = Vec::new();
-            for part in hot.chunks(PART) {
+            while let Some(&(ti, part)) = parts.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
                 let mut ids = part.to_vec();
                 ids.sort_unstable();
-                scratch.resize(ids.len() * rb, 0);
+                scratch.resize(ids.len() * base.sb.tensors[ti].row_bytes() as usize, 0);
                 self.tensor_pages_into(&base, ti, &ids, &mut scratch)?;
             }
-        }
+            Ok(())
+        };
+        std::thread::scope(|sc| {
+            let other = sc.spawn(warm);
+            let mine = warm();
+            other.join().expect("row warm-up thread panicked").and(mine)
+        })?;
         rc.reset_stats();
         Ok(())
     }
