@@ -25,6 +25,20 @@ pub fn advise_huge<T>(v: &Vec<T>) {
     }
 }
 
+/// Maps in, writable, the whole pages of the `bytes` at `addr` without
+/// touching them: the kernel zeroes each page as it first maps it, which
+/// this moves off the thread that will write there. Best effort: a kernel
+/// without MADV_POPULATE_WRITE leaves the pages to fault in when written.
+pub fn populate(addr: usize, bytes: usize) {
+    let start = addr.next_multiple_of(4096);
+    let end = (addr + bytes) / 4096 * 4096;
+    if end > start {
+        // SAFETY: the caller names memory it owns (reserved capacity); the
+        // advice maps pages in and never changes what they hold.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_POPULATE_WRITE) };
+    }
+}
+
 /// `n` zero bytes. A large zeroed allocation comes from the kernel already
 /// zero and untouched, so the advice still applies when it faults in.
 pub fn zeroed(n: usize) -> Vec<u8> {

@@ -375,6 +375,7 @@ impl Store {
             Ok(())
         };
         std::thread::scope(|sc| {
+            sc.spawn(|| rc.prefault());
             let other = sc.spawn(warm);
             let mine = warm();
             other.join().expect("row warm-up thread panicked").and(mine)
