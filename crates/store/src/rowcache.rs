@@ -39,15 +39,6 @@ fn bytes_for(slots: usize, rb: usize) -> usize {
     slots * (rb + SLOT_OVERHEAD) + map_bytes(slots)
 }
 
-/// How many rows of `rb` bytes fit in `budget`.
-fn slots_for(budget: usize, rb: usize) -> usize {
-    let mut n = budget / (rb + SLOT_OVERHEAD + size_of::<(u64, u32)>() + 1);
-    while n > 0 && bytes_for(n, rb) > budget {
-        n -= n / 64 + 1;
-    }
-    n
-}
-
 /// Decides whether a missed row (by id) may enter the cache.
 pub type Admit = Box<dyn Fn(u64) -> bool + Send + Sync>;
 
@@ -172,21 +163,26 @@ impl RowCache {
         }
     }
 
-    /// How many vertices' rows (one of each tensor) `budget` bytes hold.
+    /// How many vertices' rows (one of each tensor) `budget` bytes hold:
+    /// every tensor gets that many slots. (Splitting the budget in
+    /// proportion to row size starved a small tensor's slab of its per-slot
+    /// overhead: with x (512 B), y (8 B) and a mask (1 B), y's share held
+    /// a 22nd of the rows x's did, and every slab got y's count.)
     pub fn rows_held(budget: usize, row_bytes: &[usize]) -> usize {
-        let per: usize = row_bytes.iter().sum();
-        if per == 0 {
+        if row_bytes.is_empty() {
             return 0;
         }
-        // Split in proportion to row size, then what each part holds.
-        row_bytes.iter().map(|&rb| slots_for(budget / per * rb, rb)).min().unwrap_or(0)
+        let per: usize = row_bytes.iter().map(|&rb| rb + SLOT_OVERHEAD + size_of::<(u64, u32)>() + 1).sum();
+        let mut n = budget / per;
+        while n > 0 && RowCache::budget_for(n, row_bytes) > budget {
+            n -= n / 64 + 1;
+        }
+        n
     }
 
     /// The smallest budget that holds `rows` vertices' rows.
     pub fn budget_for(rows: usize, row_bytes: &[usize]) -> usize {
-        let per: usize = row_bytes.iter().sum();
-        let need = row_bytes.iter().map(|&rb| bytes_for(rows, rb).div_ceil(rb.max(1))).max().unwrap_or(0);
-        need * per
+        row_bytes.iter().map(|&rb| bytes_for(rows, rb)).sum()
     }
 
     /// Copies the cached rows among `ids` (rows of tensor `ti`) into row
@@ -289,6 +285,25 @@ mod tests {
         miss_ids.dedup();
         c.insert(0, &miss_ids, |j| &rows[missed.iter().position(|&m| ids[m] == miss_ids[j]).unwrap()]);
         (out, missed)
+    }
+
+    /// Tensors of very different row sizes share one slot count, and it
+    /// is the most the budget holds.
+    #[test]
+    fn rows_held_fills_the_budget_across_tensor_sizes() {
+        for rbs in [&[512usize, 8, 1][..], &[16], &[4, 4096], &[1]] {
+            for budget in [0usize, 1000, 1 << 20, 51 << 20] {
+                let n = RowCache::rows_held(budget, rbs);
+                assert!(RowCache::budget_for(n, rbs) <= budget, "{rbs:?} {budget}: {n} rows overflow");
+                assert!(RowCache::budget_for(n + n / 32 + 2, rbs) > budget, "{rbs:?} {budget}: {n} rows leave room");
+                let c = RowCache::new(budget, rbs, None);
+                assert!(c.stats().budget as usize == budget);
+            }
+        }
+        // The x/y/mask case that starved x's slab (~18K rows before): x now
+        // gets most of the budget, the rest going to slots and maps.
+        let n = RowCache::rows_held(51 << 20, &[512, 8, 1]);
+        assert!(n * 512 > (51 << 20) * 7 / 10, "{n} rows of x");
     }
 
     #[test]
