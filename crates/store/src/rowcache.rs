@@ -222,7 +222,11 @@ impl RowCache {
                 let s = s.read().unwrap();
                 (s.data.as_ptr() as usize, s.data.capacity())
             };
-            crate::mem::populate(addr, bytes);
+            let half = (bytes / 2).next_multiple_of(2 << 20).min(bytes);
+            std::thread::scope(|sc| {
+                sc.spawn(|| crate::mem::populate(addr + half, bytes - half));
+                crate::mem::populate(addr, half);
+            });
         }
     }
 
