@@ -210,8 +210,6 @@ impl RowCache {
         missed
     }
 
-    /// Offers loaded rows `ids` of tensor `ti` (distinct), `row(j)` the
-    /// bytes of `ids[j]`; the admitted ones not cached yet are kept.
     /// Maps in the slabs' reserved row memory ahead of the rows, outside
     /// their locks. Filling a slab first-hand, the kernel's zeroing of each
     /// fresh page ran inside the slab's write lock: at scale 24 (~380 MB of
@@ -230,6 +228,8 @@ impl RowCache {
         }
     }
 
+    /// Offers loaded rows `ids` of tensor `ti` (distinct), `row(j)` the
+    /// bytes of `ids[j]`; the admitted ones not cached yet are kept.
     pub fn insert<'a>(&self, ti: usize, ids: &[u64], row: impl Fn(usize) -> &'a [u8]) {
         let mut s = self.slabs[ti].write().unwrap();
         if s.slots == 0 {
