@@ -484,6 +484,11 @@ struct Report<'a> {
     failures: Vec<String>,
 }
 
+/// The higher of some `bench io` readings.
+fn best_iops(v: &[IoBenchResult]) -> Option<f64> {
+    v.iter().map(|r| r.iops).max_by(f64::total_cmp)
+}
+
 const BAR_VS_MMAP: f64 = 10.0;
 const BAR_GATHER: f64 = 3.0;
 const BAR_IOPS: f64 = 0.8;
@@ -503,15 +508,14 @@ impl Report<'_> {
     fn best_of(&self, cs: [Contender; 2]) -> Option<(f64, Contender)> {
         cs.iter().filter_map(|&c| self.rate(c).map(|r| (r, c))).max_by(|x, y| x.0.total_cmp(&y.0))
     }
-    /// The higher `bench io` reading.
+    /// The higher 4 KiB `bench io` reading.
     fn device_iops(&self) -> Option<f64> {
-        self.iops.iter().map(|r| r.iops).max_by(f64::total_cmp)
+        best_iops(&self.iops)
     }
     /// Device seconds per I/O and per 4 KiB page, from the higher `bench
     /// io` readings at 4 and 16 KiB: t(k pages) = per_io + k * per_page.
     fn device_costs(&self) -> Option<(f64, f64)> {
-        let best = |v: &[IoBenchResult]| v.iter().map(|r| r.iops).max_by(f64::total_cmp);
-        let (t4, t16) = (1.0 / best(&self.iops)?, 1.0 / best(&self.iops16)?);
+        let (t4, t16) = (1.0 / best_iops(&self.iops)?, 1.0 / best_iops(&self.iops16)?);
         let per_page = ((t16 - t4) / 3.0).max(0.0);
         Some((t4 - per_page, per_page))
     }
