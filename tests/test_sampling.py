@@ -383,7 +383,7 @@ def test_graph_pickles_as_its_path(g):
 
 
 
-@pytest.mark.parametrize("admission", ["hot", "all"])
+@pytest.mark.parametrize("admission", ["seen", "hot", "all"])
 @pytest.mark.parametrize("row_cache_bytes", [4 << 20, 4 << 10])
 def test_row_cache_gives_the_same_samples(g, admission, row_cache_bytes):
     # The same store opened with a row cache (holding every row, or a few
@@ -400,5 +400,5 @@ def test_row_cache_gives_the_same_samples(g, admission, row_cache_bytes):
 
 
 def test_row_admission_must_be_known(g):
-    with pytest.raises(SolidGraphError, match='row_admission must be "hot" or "all"'):
+    with pytest.raises(SolidGraphError, match='row_admission must be "seen", "hot" or "all"'):
         solidgraph.open(g.path, row_cache_bytes=1 << 20, row_admission="lru")

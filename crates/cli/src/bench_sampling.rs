@@ -86,8 +86,10 @@ pub struct SamplingArgs {
     /// 3178/3324, 3123/3178.
     #[arg(long, default_value_t = 0.8)]
     row_cache_share: f64,
-    /// Rows the row cache admits: all, or of the highest-degree vertices.
-    #[arg(long, value_enum, default_value_t = Admission::All)]
+    /// Rows the row cache admits once full: seen (missed before), all, or
+    /// hot (of the highest-degree vertices). Adjacency pages always pass
+    /// a doorkeeper once their cache is full.
+    #[arg(long, value_enum, default_value_t = Admission::Seen)]
     row_admission: Admission,
     /// Rows per batch of the feature-gather-alone comparison (~1024 x 250).
     #[arg(long, default_value_t = 256_000)]
@@ -121,6 +123,7 @@ pub struct SamplingArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Admission {
+    Seen,
     Hot,
     All,
 }
@@ -128,6 +131,7 @@ pub enum Admission {
 impl From<Admission> for RowAdmission {
     fn from(a: Admission) -> RowAdmission {
         match a {
+            Admission::Seen => RowAdmission::Seen,
             Admission::Hot => RowAdmission::Hot,
             Admission::All => RowAdmission::All,
         }
@@ -137,6 +141,7 @@ impl From<Admission> for RowAdmission {
 impl Admission {
     fn name(self) -> &'static str {
         match self {
+            Admission::Seen => "seen",
             Admission::Hot => "hot",
             Admission::All => "all",
         }
@@ -224,7 +229,7 @@ pub struct SamplingWorkerArgs {
     workers: usize,
     #[arg(long, default_value_t = 0)]
     row_cache_bytes: u64,
-    #[arg(long, value_enum, default_value_t = Admission::All)]
+    #[arg(long, value_enum, default_value_t = Admission::Seen)]
     row_admission: Admission,
     /// Whether checksums cover edge ids: a renumbered store numbers edges
     /// in its own CSR order, which the baselines' CSR does not share.
@@ -660,7 +665,11 @@ impl Report<'_> {
             println!(
                 "S caches: {:.0}% of the budget caches feature rows, admitting {} rows (row hit rate {:.1}%), the rest pages",
                 100.0 * self.a.row_cache_share,
-                if self.a.row_admission == Admission::Hot { "the highest-degree vertices'" } else { "all" },
+                match self.a.row_admission {
+                    Admission::Seen => "missed-before",
+                    Admission::Hot => "the highest-degree vertices'",
+                    Admission::All => "all",
+                },
                 100.0 * h as f64 / (h + mi).max(1) as f64
             );
         }

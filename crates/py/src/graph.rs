@@ -644,15 +644,17 @@ impl Graph {
 /// Pending updates over `delta_budget` bytes are merged into pages by the
 /// write that crosses it (0: only `merge()` merges). `row_cache_bytes`
 /// (read-only opens) caches tensor rows rather than pages, filled at open
-/// with the highest-degree vertices' rows; `row_admission` "all" admits
-/// every row, "hot" only rows of the highest-degree vertices.
+/// with the highest-degree vertices' rows; once it is full,
+/// `row_admission` "seen" admits a row on its second miss, "all" every row,
+/// "hot" only rows of the highest-degree vertices.
 #[pyfunction]
-#[pyo3(signature = (path, cache_bytes=268435456, writable=false, delta_budget=268435456, row_cache_bytes=0, row_admission="all"))]
+#[pyo3(signature = (path, cache_bytes=268435456, writable=false, delta_budget=268435456, row_cache_bytes=0, row_admission="seen"))]
 pub fn open(py: Python<'_>, path: PathBuf, cache_bytes: u64, writable: bool, delta_budget: u64, row_cache_bytes: u64, row_admission: &str) -> PyResult<Graph> {
     let row_admission = match row_admission {
+        "seen" => RowAdmission::Seen,
         "hot" => RowAdmission::Hot,
         "all" => RowAdmission::All,
-        other => return Err(err(format!("row_admission must be \"hot\" or \"all\", not {other:?}"))),
+        other => return Err(err(format!("row_admission must be \"seen\", \"hot\" or \"all\", not {other:?}"))),
     };
     let opts = OpenOptions { cache_bytes, writable, delta_budget, row_cache_bytes, row_admission, ..Default::default() };
     let store = py.allow_threads(|| Store::open(&path, &opts)).map_err(err)?;

@@ -2,6 +2,10 @@
 //! GraphBolt measured it best for feature reads). Feature rows have a cache
 //! of their own (`rowcache.rs`).
 //!
+//! Once full, it takes a missed page in only when the page missed before
+//! (a doorkeeper, `doorkeeper.rs`): a hop's cold list pages, read once, do
+//! not push out pages that later batches read again.
+//!
 //! Pages are `Arc<[u8]>`: a caller holding one pins it, and eviction skips
 //! pinned pages. A batch looks up all its pages under one lock, loads every
 //! miss in one batch outside the lock, then inserts them under one lock.
@@ -11,6 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
+use crate::doorkeeper::Doorkeeper;
 use crate::error::Result;
 
 pub type PageRef = Arc<[u8]>;
@@ -37,7 +42,6 @@ struct Node {
 
 /// SIEVE: new pages enter at the head; the hand walks from the tail toward
 /// the head, clearing `visited` bits, and evicts the first unvisited page.
-#[derive(Default)]
 struct Sieve {
     /// Page number -> node; Fx hashing: a batch probes it once per page.
     map: FxHashMap<u64, u32>,
@@ -47,11 +51,12 @@ struct Sieve {
     tail: u32,
     hand: u32,
     bytes: usize,
+    door: Doorkeeper,
 }
 
 impl Sieve {
-    fn new() -> Sieve {
-        Sieve { head: NIL, tail: NIL, hand: NIL, ..Default::default() }
+    fn new(entries: usize) -> Sieve {
+        Sieve { map: Default::default(), nodes: Vec::new(), free: Vec::new(), head: NIL, tail: NIL, hand: NIL, bytes: 0, door: Doorkeeper::new(entries) }
     }
 
     fn unlink(&mut self, i: u32) {
@@ -136,6 +141,10 @@ pub struct CacheStats {
 
 pub struct PageCache {
     budget: usize,
+    page_size: usize,
+    /// The doorkeeper's, sized for the pages the budget holds and charged
+    /// to it.
+    door_bytes: usize,
     inner: Mutex<Sieve>,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -143,8 +152,24 @@ pub struct PageCache {
 }
 
 impl PageCache {
-    pub fn new(budget: usize) -> PageCache {
-        PageCache { budget, inner: Mutex::new(Sieve::new()), hits: AtomicU64::new(0), misses: AtomicU64::new(0), evictions: AtomicU64::new(0) }
+    /// A cache of `budget` bytes for pages of `page_size` bytes.
+    pub fn new(budget: usize, page_size: usize) -> PageCache {
+        let entries = budget / charge(page_size);
+        let door_bytes = if entries == 0 { 0 } else { Doorkeeper::bytes_for(entries) };
+        PageCache {
+            budget,
+            page_size,
+            door_bytes,
+            inner: Mutex::new(Sieve::new(entries)),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+        }
+    }
+
+    /// Bytes the entries may take: the budget less the doorkeeper's.
+    fn entry_budget(&self) -> usize {
+        self.budget.saturating_sub(self.door_bytes)
     }
 
     /// Returns the pages in request order. `load` gets the distinct missing
@@ -196,7 +221,8 @@ impl PageCache {
     /// entry and is called only for keys that fit, so a batch far larger
     /// than the cache does not build an entry per key.
     fn insert(&self, missing: &[u64], mut make: impl FnMut(usize) -> PageRef) {
-        if self.budget == 0 {
+        let budget = self.entry_budget();
+        if budget < charge(self.page_size) {
             return;
         }
         let mut s = self.inner.lock().unwrap();
@@ -204,8 +230,11 @@ impl PageCache {
             if s.map.contains_key(&p) {
                 continue;
             }
+            if !s.door.check_and_mark(p) && s.bytes + charge(self.page_size) > budget {
+                continue;
+            }
             let d = make(j);
-            while s.bytes + charge(d.len()) > self.budget && !s.map.is_empty() {
+            while s.bytes + charge(d.len()) > budget && !s.map.is_empty() {
                 if !s.evict_one() {
                     // Everything left is pinned (a batch larger than the
                     // cache): the rest of the batch is not cached, rather
@@ -214,7 +243,7 @@ impl PageCache {
                 }
                 self.evictions.fetch_add(1, Relaxed);
             }
-            if s.bytes + charge(d.len()) <= self.budget {
+            if s.bytes + charge(d.len()) <= budget {
                 s.push_head(p, d);
             }
         }
@@ -229,7 +258,7 @@ impl PageCache {
             hits: self.hits.load(Relaxed),
             misses: self.misses.load(Relaxed),
             evictions: self.evictions.load(Relaxed),
-            bytes: self.inner.lock().unwrap().bytes as u64,
+            bytes: (self.inner.lock().unwrap().bytes + self.door_bytes) as u64,
             budget: self.budget as u64,
         }
     }
@@ -251,7 +280,7 @@ impl PageCache {
     /// Drops every unpinned page (benchmarks start cold with this).
     pub fn clear(&self) {
         let mut s = self.inner.lock().unwrap();
-        *s = Sieve::new();
+        *s = Sieve::new(self.budget / charge(self.page_size));
     }
 }
 
@@ -265,15 +294,18 @@ mod tests {
 
     #[test]
     fn budget_holds_and_visited_pages_survive() {
-        let c = PageCache::new(4 * charge(16));
+        let budget = 4 * charge(16) + Doorkeeper::bytes_for(4);
+        let c = PageCache::new(budget, 16);
         let load = |ps: &[u64]| Ok(ps.iter().map(|&p| page(p)).collect());
         c.get_many(&[1, 2, 3, 4], load).unwrap();
         // Touch 1 and 2: they are visited and should outlive 3 and 4.
         c.get_many(&[1, 2], load).unwrap();
+        // Missed twice, so the doorkeeper lets them in.
+        c.get_many(&[5, 6], load).unwrap();
         c.get_many(&[5, 6], load).unwrap();
         let s = c.stats();
-        assert!(s.bytes as usize <= 4 * charge(16));
-        assert_eq!(s.hits, 2);
+        assert!(s.bytes as usize <= budget);
+        assert_eq!((s.hits, s.evictions), (2, 2));
         c.reset_stats();
         c.get_many(&[1, 2], load).unwrap();
         assert_eq!(c.stats().hits, 2, "visited pages were evicted");
@@ -284,12 +316,33 @@ mod tests {
         c.reset_stats();
         c.get_many(&[1, 9, 2], load).unwrap();
         assert_eq!(c.stats().hits, 1, "invalidated pages were served");
-        assert!(c.stats().bytes as usize <= 4 * charge(16));
+        assert!(c.stats().bytes as usize <= budget);
+    }
+
+    #[test]
+    fn a_full_cache_takes_a_page_on_its_second_miss() {
+        let c = PageCache::new(3 * charge(16) + Doorkeeper::bytes_for(3), 16);
+        let load = |ps: &[u64]| Ok(ps.iter().map(|&p| page(p)).collect());
+        c.get_many(&[1, 2, 3], load).unwrap();
+        c.get_many(&[4], load).unwrap();
+        assert_eq!(c.stats().evictions, 0, "a first miss entered a full cache");
+        c.get_many(&[4], load).unwrap();
+        assert_eq!(c.stats().evictions, 1, "a second miss did not enter");
+        c.reset_stats();
+        c.get_many(&[4], load).unwrap();
+        assert_eq!(c.stats().hits, 1);
+        // A page evicted comes back on its next miss: it was marked on entry.
+        c.reset_stats();
+        c.get_many(&[1, 2, 3], load).unwrap();
+        assert_eq!(c.stats().misses, 1);
+        c.reset_stats();
+        c.get_many(&[1, 2, 3], load).unwrap();
+        assert_eq!(c.stats().misses, 0, "the evicted page did not come back on its first miss");
     }
 
     #[test]
     fn pinned_pages_are_not_evicted() {
-        let c = PageCache::new(2 * charge(16));
+        let c = PageCache::new(2 * charge(16) + Doorkeeper::bytes_for(2), 16);
         let load = |ps: &[u64]| Ok(ps.iter().map(|&p| page(p)).collect());
         let pinned = c.get_many(&[1, 2], load).unwrap();
         c.get_many(&[3], load).unwrap();

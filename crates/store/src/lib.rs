@@ -5,6 +5,7 @@
 pub mod adjacency;
 pub mod cache;
 pub mod delta;
+mod doorkeeper;
 mod error;
 pub mod gtt;
 pub mod import;

@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use rustc_hash::FxHashMap;
 
 use crate::cache::CacheStats;
+use crate::doorkeeper::Doorkeeper;
 
 const NIL: u32 = u32::MAX;
 
@@ -34,13 +35,24 @@ fn map_bytes(slots: usize) -> usize {
     (slots * 8 / 7).max(4).next_power_of_two() * (size_of::<(u64, u32)>() + 1)
 }
 
-/// Bytes `slots` rows of `rb` bytes take, map included.
+/// Bytes `slots` rows of `rb` bytes take, map and doorkeeper included.
+/// The doorkeeper is charged whatever the admission, so the slot count, and
+/// with it the rows warmed at open, do not depend on the policy compared.
 fn bytes_for(slots: usize, rb: usize) -> usize {
-    slots * (rb + SLOT_OVERHEAD) + map_bytes(slots)
+    slots * (rb + SLOT_OVERHEAD) + map_bytes(slots) + if slots == 0 { 0 } else { Doorkeeper::bytes_for(slots) }
 }
 
-/// Decides whether a missed row (by id) may enter the cache.
-pub type Admit = Box<dyn Fn(u64) -> bool + Send + Sync>;
+/// Which missed rows a cache takes in.
+pub enum Admit {
+    /// Every one (plain SIEVE).
+    All,
+    /// Once full, only a row that missed before within the doorkeeper's
+    /// window (`doorkeeper.rs`); rows offered while there is room enter and
+    /// are marked, so the rows warmed at open come back on their first miss.
+    Seen,
+    /// Only the rows (by id) this accepts, full or not.
+    Only(Box<dyn Fn(u64) -> bool + Send + Sync>),
+}
 
 /// One tensor's rows. Slot i holds row `key[i]` at `data[i * rb..]`; the
 /// SIEVE list runs from `head` (newest) by `next` to `tail`, and the hand
@@ -57,10 +69,12 @@ struct Slab {
     head: u32,
     tail: u32,
     hand: u32,
+    /// With `Admit::Seen`.
+    door: Option<Doorkeeper>,
 }
 
 impl Slab {
-    fn new(rb: usize, slots: usize) -> Slab {
+    fn new(rb: usize, slots: usize, door: bool) -> Slab {
         // Reserved now so the slab never moves; its pages fault in as rows
         // arrive, in huge pages.
         let data = Vec::with_capacity(slots * rb);
@@ -77,6 +91,7 @@ impl Slab {
             head: NIL,
             tail: NIL,
             hand: NIL,
+            door: door.then(|| Doorkeeper::new(slots)),
         }
     }
 
@@ -140,8 +155,7 @@ pub struct RowCache {
     budget: usize,
     /// One per tensor, in the superblock's order.
     slabs: Vec<RwLock<Slab>>,
-    /// None: every miss is inserted.
-    admit: Option<Admit>,
+    admit: Admit,
     hits: AtomicU64,
     misses: AtomicU64,
     evictions: AtomicU64,
@@ -151,11 +165,12 @@ impl RowCache {
     /// A cache of `budget` bytes over tensors whose rows take `row_bytes`,
     /// each given the same number of rows (a sampled vertex needs its row of
     /// every tensor).
-    pub fn new(budget: usize, row_bytes: &[usize], admit: Option<Admit>) -> RowCache {
+    pub fn new(budget: usize, row_bytes: &[usize], admit: Admit) -> RowCache {
         let slots = RowCache::rows_held(budget, row_bytes);
+        let door = matches!(admit, Admit::Seen);
         RowCache {
             budget,
-            slabs: row_bytes.iter().map(|&rb| RwLock::new(Slab::new(rb, slots))).collect(),
+            slabs: row_bytes.iter().map(|&rb| RwLock::new(Slab::new(rb, slots, door))).collect(),
             admit,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -172,7 +187,7 @@ impl RowCache {
         if row_bytes.is_empty() {
             return 0;
         }
-        let per: usize = row_bytes.iter().map(|&rb| rb + SLOT_OVERHEAD + size_of::<(u64, u32)>() + 1).sum();
+        let per: usize = row_bytes.iter().map(|&rb| rb + SLOT_OVERHEAD + size_of::<(u64, u32)>() + 1 + 2).sum();
         let mut n = budget / per;
         while n > 0 && RowCache::budget_for(n, row_bytes) > budget {
             n -= n / 64 + 1;
@@ -237,10 +252,20 @@ impl RowCache {
         }
         let mut evictions = 0;
         for (j, &id) in ids.iter().enumerate() {
-            if s.map.contains_key(&id) || self.admit.as_ref().is_some_and(|a| !a(id)) {
+            if s.map.contains_key(&id) {
                 continue;
             }
-            evictions += s.insert(id, row(j)) as u64;
+            let admitted = match &self.admit {
+                Admit::All => true,
+                Admit::Only(f) => f(id),
+                Admit::Seen => {
+                    let room = s.key.len() < s.slots;
+                    s.door.as_mut().expect("Seen slabs have a doorkeeper").check_and_mark(id) || room
+                }
+            };
+            if admitted {
+                evictions += s.insert(id, row(j)) as u64;
+            }
         }
         self.evictions.fetch_add(evictions, Relaxed);
     }
@@ -251,7 +276,7 @@ impl RowCache {
             .iter()
             .map(|s| {
                 let s = s.read().unwrap();
-                s.key.len() * (s.rb + SLOT_OVERHEAD) + map_bytes(s.slots)
+                s.key.len() * (s.rb + SLOT_OVERHEAD) + map_bytes(s.slots) + s.door.as_ref().map_or(0, |_| Doorkeeper::bytes_for(s.slots))
             })
             .sum::<usize>();
         CacheStats { hits: self.hits.load(Relaxed), misses: self.misses.load(Relaxed), evictions: self.evictions.load(Relaxed), bytes: bytes as u64, budget: self.budget as u64 }
@@ -267,7 +292,7 @@ impl RowCache {
     pub fn clear(&self) {
         for s in &self.slabs {
             let mut s = s.write().unwrap();
-            *s = Slab::new(s.rb, s.slots);
+            *s = Slab::new(s.rb, s.slots, s.door.is_some());
         }
     }
 }
@@ -300,7 +325,7 @@ mod tests {
                 let n = RowCache::rows_held(budget, rbs);
                 assert!(RowCache::budget_for(n, rbs) <= budget, "{rbs:?} {budget}: {n} rows overflow");
                 assert!(RowCache::budget_for(n + n / 32 + 2, rbs) > budget, "{rbs:?} {budget}: {n} rows leave room");
-                let c = RowCache::new(budget, rbs, None);
+                let c = RowCache::new(budget, rbs, Admit::All);
                 assert!(c.stats().budget as usize == budget);
             }
         }
@@ -312,7 +337,7 @@ mod tests {
 
     #[test]
     fn budget_holds_and_visited_rows_survive() {
-        let c = RowCache::new(RowCache::budget_for(4, &[16]), &[16], None);
+        let c = RowCache::new(RowCache::budget_for(4, &[16]), &[16], Admit::All);
         assert_eq!(RowCache::rows_held(RowCache::budget_for(4, &[16]), &[16]), 4);
         get(&c, &[1, 2, 3, 4]);
         // Touch 1 and 2: they are visited and should outlive 3 and 4.
@@ -331,7 +356,7 @@ mod tests {
 
     #[test]
     fn admission_and_many_tensors() {
-        let c = RowCache::new(RowCache::budget_for(8, &[16, 4]), &[16, 4], Some(Box::new(|id| id % 2 == 0)));
+        let c = RowCache::new(RowCache::budget_for(8, &[16, 4]), &[16, 4], Admit::Only(Box::new(|id| id % 2 == 0)));
         assert!(RowCache::rows_held(c.budget, &[16, 4]) >= 8);
         get(&c, &[1, 2, 3, 4]);
         assert_eq!(get(&c, &[1, 2, 3, 4]).1, [0, 2], "only admitted rows are kept");
@@ -341,8 +366,29 @@ mod tests {
     }
 
     #[test]
+    fn seen_admits_a_row_on_its_second_miss_once_full() {
+        let c = RowCache::new(RowCache::budget_for(4, &[16]), &[16], Admit::Seen);
+        assert_eq!(get(&c, &[1, 2, 3, 4]).1.len(), 4, "cold");
+        assert!(get(&c, &[1, 2, 3, 4]).1.is_empty(), "rows offered while there is room enter at once");
+        get(&c, &[5]);
+        assert_eq!(c.stats().evictions, 0, "a first miss entered a full cache");
+        assert!(get(&c, &[1, 2, 3, 4]).1.is_empty());
+        get(&c, &[5]);
+        assert_eq!(c.stats().evictions, 1, "a second miss did not enter");
+        assert!(get(&c, &[5]).1.is_empty());
+        // The row it evicted was marked when it entered: it comes straight back.
+        let gone = (1..=4).find(|&r| !get(&c, &[r]).1.is_empty()).unwrap();
+        assert!(get(&c, &[gone]).1.is_empty(), "an evicted row's next miss did not bring it back");
+        let s = c.stats();
+        assert!(s.bytes <= s.budget, "{s:?}");
+        c.clear();
+        assert_eq!(get(&c, &[5]).1, [0]);
+        assert!(get(&c, &[5]).1.is_empty(), "a cleared cache has room again");
+    }
+
+    #[test]
     fn sieve_under_churn_stays_within_budget_and_consistent() {
-        let c = RowCache::new(RowCache::budget_for(64, &[16]), &[16], None);
+        let c = RowCache::new(RowCache::budget_for(64, &[16]), &[16], Admit::All);
         for round in 0..50u64 {
             let ids: Vec<u64> = (0..40).map(|k| (k * 7 + round * 13) % 200).collect();
             let (out, missed) = get(&c, &ids);
