@@ -3,15 +3,19 @@
 A Graph500 Kronecker graph (undirected, deduplicated) is generated in numpy,
 mini-batches of 1024 seeds are sampled with fanouts [25, 10], and the
 distinct feature rows of each batch are looked up in a cache holding a share
-of all rows, starting cold:
+of all rows, which starts with the highest-degree vertices' rows, as the
+store's open warms it:
 
   all     every missed row is admitted (CLOCK, the SIEVE-like policy)
+  seen    once full, a missed row is admitted only if it was offered
+          before within a window of 2x the capacity's offers (what
+          `RowAdmission::Seen`'s doorkeeper does with hashed bits)
   hot     only rows of the highest-degree vertices are admitted (what
           `RowAdmission::Hot` does with the store's hot table)
-  static  the highest-degree vertices' rows preloaded (the ceiling)
+  static  no row is admitted after the warm-up
 
 It counts lookups, not time: run `solidgraph bench sampling --row-cache-share
-0.8 --row-admission hot|all` for the store's measured hit rates.
+0.8 --row-admission seen|all|hot` for the store's measured hit rates.
 
     .venv/bin/python benchmarks/row_admission_sim.py --scale 20 --share 0.052
 """
@@ -61,7 +65,9 @@ def hit_rate(policy, rows_of_batches, hot, capacity):
     if policy == "static":
         hits = sum(int(hot[u].sum()) for u in rows_of_batches)
         return hits / sum(len(u) for u in rows_of_batches)
-    visited, ring, hits, total = {}, deque(), 0, 0
+    warm = np.nonzero(hot)[0].tolist()
+    visited, ring, hits, total = dict.fromkeys(warm, False), deque(warm), 0, 0
+    seen, marks = set(warm), len(warm)
     for u in rows_of_batches:
         u = u.tolist()
         total += len(u)
@@ -72,6 +78,14 @@ def hit_rate(policy, rows_of_batches, hot, capacity):
         for x in u:
             if x in visited or (policy == "hot" and not hot[x]):
                 continue
+            if policy == "seen":
+                again = x in seen
+                seen.add(x)
+                marks += not again
+                if marks >= 2 * capacity:
+                    seen, marks = set(), 0
+                if not again and len(visited) >= capacity:
+                    continue
             while len(visited) >= capacity:
                 y = ring.popleft()
                 if visited[y]:
@@ -99,8 +113,8 @@ def main():
     hot = np.zeros(n, bool)
     hot[np.argsort(-deg, kind="stable")[:capacity]] = True
     print(f"Kronecker scale {a.scale}: {n} vertices, {len(d)} edges; {np.mean([len(r) for r in rows]):.0f} rows per batch; "
-          f"cache of {capacity} rows ({100 * a.share:.1f}%), {a.batches} cold batches")
-    for policy in ("all", "hot", "static"):
+          f"cache of {capacity} rows ({100 * a.share:.1f}%) warmed with the highest-degree vertices' rows, {a.batches} batches")
+    for policy in ("all", "seen", "hot", "static"):
         print(f"{policy:>7}: {100 * hit_rate(policy, rows, hot, capacity):.1f}% of rows hit")
 
 
