@@ -9,6 +9,10 @@
 #
 #   benchmarks/sampling.sh                   # scale 24, 20 batches, 1 round
 #   benchmarks/sampling.sh --quick           # scale 18, few batches, < 1 minute (make demo)
+#   benchmarks/sampling.sh --batches 60 --max-seconds 240 --kill-seconds 300 \
+#     --skip gather-solidgraph,gather-mmap,gather-mmap-random
+#                                            # every contender runs all 60 batches (~20 minutes):
+#                                            # the open's warm-up weighs less, as in an epoch
 #
 # Other arguments go to `solidgraph bench sampling` (see --help there).
 set -euo pipefail
