@@ -131,7 +131,11 @@ impl Sieve {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheStats {
+    /// Keys asked for that were cached.
     pub hits: u64,
+    /// Distinct keys a batch loaded: a page several lists of one batch
+    /// share counts once, so hits / (hits + misses) is the share of reads
+    /// the cache saved, not of keys asked for.
     pub misses: u64,
     pub evictions: u64,
     /// Charged bytes: data plus `ENTRY_OVERHEAD` per entry.
