@@ -13,7 +13,7 @@
 //! adjacency-page hits 29.2% -> 37.5%; a window of 1x, 2x or 4x the entries
 //! and 8 to 32 bits per entry all gave the same.
 
-const BITS_PER_ENTRY: usize = 16;
+pub const BITS_PER_ENTRY: usize = 16;
 const WINDOW_PER_ENTRY: usize = 2;
 
 pub struct Doorkeeper {

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use rustc_hash::FxHashMap;
 
 use crate::cache::CacheStats;
-use crate::doorkeeper::Doorkeeper;
+use crate::doorkeeper::{self, Doorkeeper};
 
 const NIL: u32 = u32::MAX;
 
@@ -187,7 +187,9 @@ impl RowCache {
         if row_bytes.is_empty() {
             return 0;
         }
-        let per: usize = row_bytes.iter().map(|&rb| rb + SLOT_OVERHEAD + size_of::<(u64, u32)>() + 1 + 2).sum();
+        // A first guess from the per-row costs (row, slot, map entry and
+        // control byte, doorkeeper bits), then down to what fits exactly.
+        let per: usize = row_bytes.iter().map(|&rb| rb + SLOT_OVERHEAD + size_of::<(u64, u32)>() + 1 + doorkeeper::BITS_PER_ENTRY / 8).sum();
         let mut n = budget / per;
         while n > 0 && RowCache::budget_for(n, row_bytes) > budget {
             n -= n / 64 + 1;
