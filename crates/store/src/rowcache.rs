@@ -91,7 +91,7 @@ impl Slab {
             head: NIL,
             tail: NIL,
             hand: NIL,
-            door: door.then(|| Doorkeeper::new(slots)),
+            door: (door && slots > 0).then(|| Doorkeeper::new(slots)),
         }
     }
 
