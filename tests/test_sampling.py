@@ -256,8 +256,8 @@ def test_loader_in_order_each_input_once_and_worker_independent(g):
     ids = np.random.default_rng(5).permutation(N)
     bs = batches_of(ids, 37)
     runs = []
-    for workers, prefetch in [(1, 1), (2, 4), (3, 2)]:
-        it = g.sample_loader(bs, [4, 3], seed=9, tensors=["x"], workers=workers, prefetch=prefetch)
+    for workers, prefetch, lookahead in [(1, 1, 0), (2, 4, 16), (3, 2, 3)]:
+        it = g.sample_loader(bs, [4, 3], seed=9, tensors=["x"], workers=workers, prefetch=prefetch, lookahead=lookahead)
         assert len(it) == len(bs)
         got = list(it)
         assert it.position == len(bs)
@@ -372,6 +372,8 @@ def test_bad_sampling_input(tmp_path, g):
         g.sample_loader([[0]], [3], tensors=["nope"])
     with pytest.raises(SolidGraphError, match="workers .* must be at least 1"):
         g.sample_loader([[0]], [3], workers=0)
+    with pytest.raises(SolidGraphError, match="lookahead 257 is over the limit of 256"):
+        g.sample_loader([[0]], [3], lookahead=257)
     with pytest.raises(SolidGraphError, match="seeds must be non-negative"):
         g.sample_loader([[0], [-2]], [3])
 
@@ -397,6 +399,16 @@ def test_row_cache_gives_the_same_samples(g, admission, row_cache_bytes):
         np.testing.assert_array_equal(a.node, b.node)
         np.testing.assert_array_equal(a.tensors["x"], b.tensors["x"])
     np.testing.assert_array_equal(r.tensor("x", [5, 5, 9]), g.tensor("x", [5, 5, 9]))
+    # The loader sampling ahead of the gather (rows announced to the row
+    # cache) changes what the cache keeps, never what a batch gets.
+    bs = batches_of(np.random.default_rng(2).permutation(N), 40)
+    want = list(g.sample_loader(bs, [5, 3], seed=3, tensors=["x"], lookahead=0))
+    for lookahead in [1, 4, 16]:
+        got = list(r.sample_loader(bs, [5, 3], seed=3, tensors=["x"], lookahead=lookahead))
+        for a, b in zip(want, got, strict=True):
+            np.testing.assert_array_equal(a.node, b.node)
+            np.testing.assert_array_equal(a.edge, b.edge)
+            np.testing.assert_array_equal(a.tensors["x"], b.tensors["x"])
 
 
 def test_row_admission_must_be_known(g):

@@ -253,12 +253,16 @@ class Graph:
         workers: int = 2,
         prefetch: int = 4,
         max_fanout: int = 10000,
+        lookahead: int = 16,
     ) -> SampleLoader:
         """Samples `batches` (one seed array per mini-batch) on `workers`
         Rust threads, at most `prefetch` batches ahead of the consumer, and
         returns an iterator over them in order. Batch i uses a seed derived
-        from (seed, i), so results do not depend on `workers`. Options are
-        checked here; a bad batch raises SolidGraphError when it is reached."""
+        from (seed, i), so results do not depend on `workers`. Neighbors are
+        sampled `lookahead` batches (at most 256) ahead of the feature
+        gather, so the row cache keeps the rows they will ask for (0: sample
+        and gather each batch in one step). Options are checked here; a bad
+        batch raises SolidGraphError when it is reached."""
     def random_walks(
         self, starts: _Ids, length: int, p: float = 1.0, q: float = 1.0, seed: int | None = None, direction: str = "out"
     ) -> _I64:

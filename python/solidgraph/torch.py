@@ -112,7 +112,9 @@ class NeighborLoader:
       `x`, the others keep their names. `labels`: the tensor that becomes `y`
       (None: no labels).
     - `num_workers` Rust threads sample `prefetch` batches ahead; no Python
-      multiprocessing. `direction="in"` samples the nodes that point at each
+      multiprocessing. Neighbors are sampled `lookahead` batches ahead of
+      the feature gather, so a store opened with a row cache keeps the rows
+      those batches will ask for. `direction="in"` samples the nodes that point at each
       node (PyG's default; a directed store needs its in-edges).
     - `seed`: None draws fresh randomness every epoch; an int makes every
       epoch reproducible (epoch k's order and samples depend on (seed, k)).
@@ -140,6 +142,7 @@ class NeighborLoader:
         drop_last: bool = False,
         weighted: bool = False,
         max_fanout: int = 10000,
+        lookahead: int = 16,
     ):
         if batch_size < 1:
             raise SolidGraphError(f"batch_size must be at least 1, not {batch_size}")
@@ -158,6 +161,7 @@ class NeighborLoader:
         self.drop_last = drop_last
         self.weighted = weighted
         self.max_fanout = max_fanout
+        self.lookahead = lookahead
         self._epoch = 0
         self._tensors = list(dict.fromkeys(self.features + ([labels] if labels is not None else [])))
         self._data = _data_class()
@@ -201,6 +205,7 @@ class NeighborLoader:
             workers=self.num_workers,
             prefetch=self.prefetch,
             max_fanout=self.max_fanout,
+            lookahead=self.lookahead,
         )
         return self._batches(it, positions)
 

@@ -11,12 +11,14 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
-use solidgraph_engine::sampler::{SampleOptions, choose, rng_for, sample_neighbors};
+use solidgraph_engine::loader::{DEFAULT_LOOKAHEAD, PrefetchOptions, Prefetcher, batch_seed};
+use solidgraph_engine::sampler::{SampleOptions, choose, rng_for};
 use solidgraph_io::bench::IoBenchResult;
 use solidgraph_store::{Direction, OpenOptions, RowAdmission, Store, TensorData, TensorInput};
 
@@ -91,6 +93,10 @@ pub struct SamplingArgs {
     /// a doorkeeper once their cache is full.
     #[arg(long, value_enum, default_value_t = Admission::Seen)]
     row_admission: Admission,
+    /// Batches SolidGraph's loader samples ahead of their feature gather,
+    /// telling the row cache which rows they will ask for (0: none).
+    #[arg(long, default_value_t = DEFAULT_LOOKAHEAD)]
+    lookahead: usize,
     /// Rows per batch of the feature-gather-alone comparison (~1024 x 250).
     #[arg(long, default_value_t = 256_000)]
     gather_rows: usize,
@@ -231,6 +237,8 @@ pub struct SamplingWorkerArgs {
     row_cache_bytes: u64,
     #[arg(long, value_enum, default_value_t = Admission::Seen)]
     row_admission: Admission,
+    #[arg(long, default_value_t = DEFAULT_LOOKAHEAD)]
+    lookahead: usize,
     /// Whether checksums cover edge ids: a renumbered store numbers edges
     /// in its own CSR order, which the baselines' CSR does not share.
     #[arg(long, action = clap::ArgAction::Set, default_value_t = true)]
@@ -413,6 +421,7 @@ pub fn run(a: SamplingArgs) -> CliResult {
                 ("--workers", a.workers.to_string()),
                 ("--row-cache-bytes", rows.to_string()),
                 ("--row-admission", a.row_admission.name().to_string()),
+                ("--lookahead", a.lookahead.to_string()),
                 ("--edge-ids", (a.order == VertexOrder::Input).to_string()),
             ] {
                 args.push(k.into());
@@ -814,47 +823,43 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
     let c = a.contender;
     let mut rep = if c.mmap() {
         let s = MmapSampler::open(&l, matches!(c, Contender::MmapRandom | Contender::GatherMmapRandom))?;
-        measure(&a, &ids, |b| {
+        measure(&a, &ids, |i, b| {
             Ok(if c.gather() {
                 let f = s.gather(b);
                 let mut h = Fnv::new();
                 h.bytes(&f);
                 Out { nodes: b.len() as u64, sum: h.0 }
             } else {
-                s.sample(b, &a.fanouts, a.seed, a.edge_ids)
+                // Batch i's seed as SolidGraph's loader derives it.
+                s.sample(b, &a.fanouts, batch_seed(a.seed, i as u64), a.edge_ids)
             })
         })?
     } else {
         let opened = Instant::now();
-        let store = Store::open(
+        let store = Arc::new(Store::open(
             &l.store(),
             &OpenOptions { cache_bytes: a.cache_bytes, row_cache_bytes: a.row_cache_bytes, row_admission: a.row_admission.into(), backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() },
-        )?;
+        )?);
         let open_seconds = opened.elapsed().as_secs_f64();
-        let o = SampleOptions { fanouts: a.fanouts.clone(), direction: Direction::In, seed: a.seed, tensors: vec!["x".into()], ..Default::default() };
-        let run = |b: &[u64]| -> CliResult<Out> {
-            Ok(if c.gather() {
+        let mut r = if c.gather() {
+            measure(&a, &ids, |_, b: &[u64]| {
                 // Rows are asked for by user id, as the Python API does.
                 let mut ids = b.to_vec();
                 store.to_internal(&mut ids)?;
                 let r = store.tensor("x", &ids)?;
                 let mut h = Fnv::new();
                 h.bytes(&r.data);
-                Out { nodes: b.len() as u64, sum: h.0 }
-            } else {
-                let s = sample_neighbors(&store, b, &o)?;
-                Out { nodes: s.node.len() as u64, sum: sample_sum(&s.node, &s.row, &s.col, a.edge_ids.then_some(&s.edge[..]), &s.tensors[0].data) }
-            })
-        };
-        if c == Contender::Cached {
-            // Warm: one pass over the same batches fills the cache (the
-            // batches are cut to --oracle-batches by the caller).
-            for b in ids.chunks_exact(a.batch_size) {
-                run(b)?;
+                Ok(Out { nodes: b.len() as u64, sum: h.0 })
+            })?
+        } else {
+            if c == Contender::Cached {
+                // Warm: one pass over the same batches fills the cache (the
+                // batches are cut to --oracle-batches by the caller).
+                measure_loader(&a, &store, &ids)?;
             }
-        }
-        store.reset_stats();
-        let mut r = measure(&a, &ids, run)?;
+            store.reset_stats();
+            measure_loader(&a, &store, &ids)?
+        };
         let s = store.stats();
         r.volume_bytes = Some(s.bytes_read());
         r.ios = Some(s.ios());
@@ -873,11 +878,57 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
     Ok(())
 }
 
+/// SolidGraph's sampling as a training loader runs it: `Prefetcher` with
+/// --workers threads and --lookahead batches sampled ahead of the gather,
+/// batches consumed in order until --max-seconds of wall clock. A batch's
+/// time is the consumer's wait for it.
+fn measure_loader(a: &SamplingWorkerArgs, store: &Arc<Store>, ids: &[u64]) -> CliResult<WorkerReport> {
+    let (io0, f0) = (os_read_bytes(), major_faults());
+    let cap = Duration::from_secs_f64(a.max_seconds);
+    let o = SampleOptions { fanouts: a.fanouts.clone(), direction: Direction::In, seed: a.seed, tensors: vec!["x".into()], ..Default::default() };
+    let batches: Vec<Vec<u64>> = ids.chunks_exact(a.batch_size).map(|b| b.to_vec()).collect();
+    let cfg = PrefetchOptions { workers: a.workers.max(1), lookahead: a.lookahead, ..Default::default() };
+    let t0 = Instant::now();
+    let mut p = Prefetcher::new(store.clone(), batches, o, cfg)?;
+    let (mut lat, mut nodes, mut sums) = (Vec::new(), 0, Vec::new());
+    let mut t = Instant::now();
+    while t0.elapsed() < cap {
+        let Some(s) = p.next() else { break };
+        let s = s?;
+        lat.push(t.elapsed());
+        t = Instant::now();
+        nodes += s.node.len() as u64;
+        sums.push(sample_sum(&s.node, &s.row, &s.col, a.edge_ids.then_some(&s.edge[..]), &s.tensors[0].data));
+    }
+    drop(p);
+    let seconds = t0.elapsed().as_secs_f64();
+    lat.sort_unstable();
+    let q = |x: f64| lat.get(((lat.len().max(1) - 1) as f64 * x).round() as usize).map_or(0.0, |d| d.as_secs_f64() * 1e3);
+    Ok(WorkerReport {
+        batches: lat.len(),
+        items: (lat.len() * a.batch_size) as u64,
+        nodes,
+        seconds,
+        batch_p50_ms: q(0.5),
+        batch_p99_ms: q(0.99),
+        os_read_bytes: os_read_bytes().saturating_sub(io0),
+        major_faults: major_faults().saturating_sub(f0),
+        volume_bytes: None,
+        ios: None,
+        pages_read: None,
+        cache_hits: None,
+        cache_misses: None,
+        row_hits: None,
+        open_seconds: None,
+        checksums: sums,
+    })
+}
+
 /// Runs the batches until --max-seconds: one thread takes them in order
 /// (time = the sum of batch times), or --workers threads take the next
 /// batch as they free up (time = wall clock; checksums of the batches done
 /// in order from the first, so they compare with the other contenders).
-fn measure(a: &SamplingWorkerArgs, ids: &[u64], f: impl Fn(&[u64]) -> CliResult<Out> + Sync) -> CliResult<WorkerReport> {
+fn measure(a: &SamplingWorkerArgs, ids: &[u64], f: impl Fn(usize, &[u64]) -> CliResult<Out> + Sync) -> CliResult<WorkerReport> {
     let (io0, f0) = (os_read_bytes(), major_faults());
     let cap = Duration::from_secs_f64(a.max_seconds);
     let batches: Vec<&[u64]> = ids.chunks_exact(a.batch_size).collect();
@@ -893,7 +944,7 @@ fn measure(a: &SamplingWorkerArgs, ids: &[u64], f: impl Fn(&[u64]) -> CliResult<
                 return Ok(());
             }
             let t = Instant::now();
-            let out = f(batches[i])?;
+            let out = f(i, batches[i])?;
             let dt = t.elapsed();
             *spent.lock().unwrap() += dt;
             done.lock().unwrap().push((i, dt, out));

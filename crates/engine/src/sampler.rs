@@ -134,6 +134,36 @@ fn check_seeds(store: &Store, seeds: &[u64]) -> Result<()> {
 /// Multi-hop neighbor sampling for one mini-batch. Repeated seeds are kept
 /// once (first occurrence).
 pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Result<Sample> {
+    sample_subgraph(store, seeds, o)?.gather(store, &o.tensors)
+}
+
+/// A batch's sampled subgraph before its rows are gathered: a loader
+/// samples batches ahead and tells the row cache which rows they will ask
+/// for (`Store::expect_rows`) before gathering the earliest.
+pub struct Subgraph {
+    /// Node ids are still the store's own; no tensors yet.
+    sample: Sample,
+}
+
+impl Subgraph {
+    /// The sampled nodes, in the store's ids: the rows the gather reads.
+    pub fn nodes(&self) -> &[u64] {
+        &self.sample.node
+    }
+
+    /// Gathers `tensors` for the nodes and gives the sample in user ids.
+    pub fn gather(self, store: &Store, tensors: &[String]) -> Result<Sample> {
+        let mut out = self.sample;
+        for t in tensors {
+            out.tensors.push(store.tensor(t, &out.node)?);
+        }
+        store.to_external(&mut out.node)?;
+        Ok(out)
+    }
+}
+
+/// `sample_neighbors` without the gather (tensor names are checked here).
+pub fn sample_subgraph(store: &Store, seeds: &[u64], o: &SampleOptions) -> Result<Subgraph> {
     check_seeds(store, seeds)?;
     if o.fanouts.is_empty() {
         return Err(EngineError::Invalid("fanouts must name at least one hop".into()));
@@ -256,11 +286,7 @@ pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resu
         out.num_sampled_edges.push((out.row.len() - edges_before) as u64);
         (start, end) = (end, out.node.len());
     }
-    for t in &o.tensors {
-        out.tensors.push(store.tensor(t, &out.node)?);
-    }
-    store.to_external(&mut out.node)?;
-    Ok(out)
+    Ok(Subgraph { sample: out })
 }
 
 /// GraphSAINT random-walk subgraph: the nodes that walks of `length` from

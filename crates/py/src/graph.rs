@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use solidgraph_engine::loader::{PrefetchOptions, Prefetcher};
+use solidgraph_engine::loader::{DEFAULT_LOOKAHEAD, PrefetchOptions, Prefetcher};
 use solidgraph_engine::sampler::{self, SampleOptions};
 use solidgraph_engine::walks::{self, WalkOptions};
 use solidgraph_engine::{bfs, cdlp, kcore, lcc, mis, pagerank, sssp, wcc};
@@ -321,8 +321,10 @@ impl Graph {
     /// Samples the mini-batches `batches` (a sequence of seed arrays) on
     /// `workers` Rust threads, at most `prefetch` ahead, and returns an
     /// iterator over them in order (the GIL is released while it waits).
-    /// Batch i is sampled with a seed derived from (seed, i).
-    #[pyo3(signature = (batches, fanouts, replace=false, weighted=false, direction="in", seed=None, tensors=None, workers=2, prefetch=4, max_fanout=10000))]
+    /// Batch i is sampled with a seed derived from (seed, i). Sampling runs
+    /// `lookahead` batches ahead of the feature gather so the row cache
+    /// keeps the rows they will ask for.
+    #[pyo3(signature = (batches, fanouts, replace=false, weighted=false, direction="in", seed=None, tensors=None, workers=2, prefetch=4, max_fanout=10000, lookahead=DEFAULT_LOOKAHEAD))]
     #[allow(clippy::too_many_arguments)]
     fn sample_loader(
         &self,
@@ -337,13 +339,14 @@ impl Graph {
         workers: usize,
         prefetch: usize,
         max_fanout: i64,
+        lookahead: usize,
     ) -> PyResult<SampleLoader> {
         let batches: Vec<Vec<u64>> = batches.try_iter()?.map(|b| u64_vec(&b?, "seeds")).collect::<PyResult<_>>()?;
         let tensors = tensors.map(names).transpose()?.unwrap_or_default();
         let o = sample_options(self::fanouts(fanouts)?, replace, weighted, direction, seed_or_random(py, seed)?, tensors.clone(), max_fanout)?;
         let store = self.store()?;
         let slot = self.slot.clone();
-        let cfg = PrefetchOptions { workers, prefetch, reopen: Some(Arc::new(move || Ok(slot.get()?))) };
+        let cfg = PrefetchOptions { workers, prefetch, lookahead, reopen: Some(Arc::new(move || Ok(slot.get()?))) };
         let p = py.allow_threads(|| Prefetcher::new(store, batches, o, cfg)).map_err(err)?;
         Ok(SampleLoader::new(p, tensors))
     }

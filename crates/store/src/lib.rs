@@ -28,6 +28,7 @@ pub use error::{Result, StoreError};
 pub use import::source::EdgeInput;
 pub use import::{ImportOptions, ImportReport, TensorData, TensorInput, import};
 pub use merge::MergeReport;
+pub use rowcache::Expected;
 pub use scan::{ChunkLimit, RangePages};
 pub use store::{Csr, Direction, Drawn, GttRef, OpenOptions, RowAdmission, Rows, Store, StoreStats, member_path};
 pub use tensor::DType;

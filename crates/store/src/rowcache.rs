@@ -11,8 +11,15 @@
 //! ~8% more rows, which at 5% of a store is ~8% fewer row misses. Lookups
 //! take a read lock (the SIEVE bit is atomic), so sampler threads copy
 //! their hits at the same time; only inserts take the write lock.
+//!
+//! A loader that samples batches ahead of gathering their rows tells the
+//! cache which rows those batches will ask for (`Upcoming`): eviction passes
+//! over them and a miss among them enters whatever the admission says. That
+//! is Belady's rule over the future the loader knows, as Ginex does with the
+//! batches of a superbatch.
 
-use std::sync::RwLock;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, RwLock};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 use rustc_hash::FxHashMap;
@@ -113,11 +120,20 @@ impl Slab {
         }
     }
 
-    /// Frees the first unvisited slot the hand reaches, clearing visited
-    /// bits on its way. Ends within two sweeps: the first clears every bit.
-    fn evict_one(&mut self) -> u32 {
+    /// Frees the first unvisited slot the hand reaches that no upcoming
+    /// batch asks for, clearing visited bits on its way. Ends within three
+    /// sweeps: the first clears every bit, and after passing over a slab's
+    /// worth of upcoming rows (more than it holds) it takes one anyway.
+    fn evict_one(&mut self, upcoming: &FxHashMap<u64, u32>) -> u32 {
         let mut h = if self.hand != NIL { self.hand } else { self.tail };
-        while self.visited[h as usize].swap(false, Relaxed) {
+        let mut spared = 0;
+        loop {
+            if !self.visited[h as usize].swap(false, Relaxed) {
+                if spared >= self.slots || upcoming.is_empty() || !upcoming.contains_key(&self.key[h as usize]) {
+                    break;
+                }
+                spared += 1;
+            }
             h = if self.prev[h as usize] != NIL { self.prev[h as usize] } else { self.tail };
         }
         self.hand = self.prev[h as usize];
@@ -127,7 +143,7 @@ impl Slab {
     }
 
     /// Caches `row` as `id` (not yet cached); returns whether it evicted.
-    fn insert(&mut self, id: u64, row: &[u8]) -> bool {
+    fn insert(&mut self, id: u64, row: &[u8], upcoming: &FxHashMap<u64, u32>) -> bool {
         debug_assert_eq!(row.len(), self.rb);
         let used = self.key.len();
         let (i, evicted) = if used < self.slots {
@@ -138,7 +154,7 @@ impl Slab {
             self.next.push(NIL);
             (used as u32, false)
         } else {
-            let i = self.evict_one();
+            let i = self.evict_one(upcoming);
             let at = i as usize * self.rb;
             self.data[at..at + self.rb].copy_from_slice(row);
             self.key[i as usize] = id;
@@ -151,11 +167,77 @@ impl Slab {
     }
 }
 
+/// How many upcoming batches ask for each row (by vertex id): a multiset
+/// a loader adds a batch's rows to when it samples the batch and takes
+/// them out of (`Expected`'s drop) just before gathering them. Bounded by
+/// the loader's lookahead times its batches' nodes.
+#[derive(Default)]
+pub struct Upcoming {
+    counts: RwLock<FxHashMap<u64, u32>>,
+    /// Rows added and not yet taken out, duplicates counted.
+    held: AtomicUsize,
+}
+
+impl Upcoming {
+    fn add(&self, ids: &[u64]) {
+        let mut c = self.counts.write().unwrap();
+        for &id in ids {
+            *c.entry(id).or_insert(0) += 1;
+        }
+        self.held.fetch_add(ids.len(), Relaxed);
+    }
+
+    fn remove(&self, ids: &[u64]) {
+        let mut c = self.counts.write().unwrap();
+        for id in ids {
+            let Some(n) = c.get_mut(id) else { continue };
+            *n -= 1;
+            if *n == 0 {
+                c.remove(id);
+            }
+        }
+        self.held.fetch_sub(ids.len(), Relaxed);
+    }
+
+    /// Rows added and not yet taken out, duplicates counted.
+    pub fn held(&self) -> usize {
+        self.held.load(Relaxed)
+    }
+}
+
+/// The rows one upcoming batch will ask for, counted in its cache's
+/// `Upcoming` while this lives. Drop it just before the batch's gather, so
+/// the rows only this batch wants are admitted as any other miss.
+pub struct Expected {
+    upcoming: Option<Arc<Upcoming>>,
+    ids: Vec<u64>,
+}
+
+impl Expected {
+    pub(crate) fn new(upcoming: Option<Arc<Upcoming>>, ids: Vec<u64>) -> Expected {
+        if let Some(u) = &upcoming {
+            u.add(&ids);
+        }
+        Expected { upcoming, ids }
+    }
+}
+
+impl Drop for Expected {
+    fn drop(&mut self) {
+        if let Some(u) = &self.upcoming {
+            u.remove(&self.ids);
+        }
+    }
+}
+
 pub struct RowCache {
     budget: usize,
     /// One per tensor, in the superblock's order.
     slabs: Vec<RwLock<Slab>>,
     admit: Admit,
+    /// Rows upcoming batches will ask for; not charged to the budget (the
+    /// loader's lookahead bounds it, as its prefetch bounds the batches).
+    upcoming: Arc<Upcoming>,
     hits: AtomicU64,
     misses: AtomicU64,
     evictions: AtomicU64,
@@ -172,6 +254,7 @@ impl RowCache {
             budget,
             slabs: row_bytes.iter().map(|&rb| RwLock::new(Slab::new(rb, slots, door))).collect(),
             admit,
+            upcoming: Arc::default(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
@@ -252,6 +335,8 @@ impl RowCache {
         if s.slots == 0 {
             return;
         }
+        // Slab, then upcoming: `Upcoming` takes no slab lock.
+        let upcoming = self.upcoming.counts.read().unwrap();
         let mut evictions = 0;
         for (j, &id) in ids.iter().enumerate() {
             if s.map.contains_key(&id) {
@@ -262,14 +347,24 @@ impl RowCache {
                 Admit::Only(f) => f(id),
                 Admit::Seen => {
                     let room = s.key.len() < s.slots;
-                    s.door.as_mut().expect("Seen slabs have a doorkeeper").check_and_mark(id) || room
+                    s.door.as_mut().expect("Seen slabs have a doorkeeper").check_and_mark(id) || room || upcoming.contains_key(&id)
                 }
             };
             if admitted {
-                evictions += s.insert(id, row(j)) as u64;
+                evictions += s.insert(id, row(j), &upcoming) as u64;
             }
         }
         self.evictions.fetch_add(evictions, Relaxed);
+    }
+
+    /// Counts `ids` (vertex ids) as rows an upcoming batch will ask for
+    /// until the result drops.
+    pub fn expect(&self, ids: Vec<u64>) -> Expected {
+        Expected::new(Some(self.upcoming.clone()), ids)
+    }
+
+    pub fn upcoming(&self) -> &Upcoming {
+        &self.upcoming
     }
 
     pub fn stats(&self) -> CacheStats {
@@ -386,6 +481,32 @@ mod tests {
         c.clear();
         assert_eq!(get(&c, &[5]).1, [0]);
         assert!(get(&c, &[5]).1.is_empty(), "a cleared cache has room again");
+    }
+
+    #[test]
+    fn upcoming_rows_stay_and_enter_on_their_first_miss() {
+        let c = RowCache::new(RowCache::budget_for(4, &[16]), &[16], Admit::Seen);
+        get(&c, &[1, 2, 3, 4]);
+        let e = c.expect(vec![1, 9, 9]);
+        assert_eq!(c.upcoming().held(), 3);
+        // Rows seen twice take the slots of 2, 3 and 4, never of 1.
+        for r in [5, 6, 7, 5, 6, 7] {
+            get(&c, &[r]);
+        }
+        assert!(get(&c, &[1]).1.is_empty(), "an upcoming row was evicted");
+        assert_eq!(get(&c, &[9]).1, [0], "cold");
+        assert!(get(&c, &[9]).1.is_empty(), "an upcoming row's first miss did not enter a full cache");
+        drop(e);
+        assert_eq!(c.upcoming().held(), 0);
+        get(&c, &[10]);
+        assert_eq!(get(&c, &[10]).1, [0], "a row no longer upcoming entered on its first miss");
+        // More upcoming rows than slots: eviction still finds a victim.
+        let _e = c.expect((20..40).collect());
+        for r in 20..40 {
+            get(&c, &[r]);
+        }
+        let s = c.stats();
+        assert!(s.bytes <= s.budget, "{s:?}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use solidgraph_io::{BackendChoice, MemberStats, Volume, VolumeOptions};
 
 use crate::adjacency::{Block, SKIP, find_in_packed};
 use crate::cache::{CacheStats, PageCache};
-use crate::rowcache::{Admit, RowCache};
+use crate::rowcache::{Admit, Expected, RowCache};
 use crate::delta::Delta;
 use crate::update::Writer;
 use crate::error::{Result, StoreError, file_err};
@@ -1084,6 +1084,22 @@ impl Store {
     pub fn tensor_meta(&self, name: &str) -> Result<TensorMeta> {
         let base = self.base();
         tensor_index(&base.sb, name).map(|i| base.sb.tensors[i].clone())
+    }
+
+    /// Tells the row cache that a batch gathered later will ask for the
+    /// rows of vertices `ids` (internal ids): it keeps them and takes them in
+    /// on a miss while the result lives (`rowcache::Upcoming`). Without a
+    /// row cache this counts nothing.
+    pub fn expect_rows(&self, ids: Vec<u64>) -> Expected {
+        match &self.shared.rows {
+            Some(rc) => rc.expect(ids),
+            None => Expected::new(None, Vec::new()),
+        }
+    }
+
+    /// Rows counted by live `expect_rows` results, duplicates counted.
+    pub fn upcoming_rows(&self) -> usize {
+        self.shared.rows.as_ref().map_or(0, |rc| rc.upcoming().held())
     }
 
     /// Gathers rows `ids` of tensor `name`: each page read once for the batch.
