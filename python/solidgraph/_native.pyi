@@ -253,7 +253,7 @@ class Graph:
         workers: int = 2,
         prefetch: int = 4,
         max_fanout: int = 10000,
-        lookahead: int = 16,
+        lookahead: int = 32,
     ) -> SampleLoader:
         """Samples `batches` (one seed array per mini-batch) on `workers`
         Rust threads, at most `prefetch` batches ahead of the consumer, and

@@ -142,7 +142,7 @@ class NeighborLoader:
         drop_last: bool = False,
         weighted: bool = False,
         max_fanout: int = 10000,
-        lookahead: int = 16,
+        lookahead: int = 32,
     ):
         if batch_size < 1:
             raise SolidGraphError(f"batch_size must be at least 1, not {batch_size}")

@@ -363,6 +363,17 @@ impl RowCache {
         Expected::new(Some(self.upcoming.clone()), ids)
     }
 
+    /// Positions of the rows among `ids` (of tensor `ti`) that upcoming
+    /// batches ask for and the cache does not hold.
+    pub fn upcoming_uncached(&self, ti: usize, ids: &[u64]) -> Vec<usize> {
+        if self.upcoming.held() == 0 {
+            return Vec::new();
+        }
+        let s = self.slabs[ti].read().unwrap();
+        let up = self.upcoming.counts.read().unwrap();
+        (0..ids.len()).filter(|&j| up.contains_key(&ids[j]) && !s.map.contains_key(&ids[j])).collect()
+    }
+
     pub fn upcoming(&self) -> &Upcoming {
         &self.upcoming
     }

@@ -549,4 +549,19 @@ fn row_cache_admits_the_highest_degree_vertices_rows() {
     all_rows.reset_stats();
     all_rows.tensor("x", &[8, 13, 0, 1, 2]).unwrap();
     assert_eq!(all_rows.stats().rows.unwrap().hits, 5);
+    // Rows an upcoming batch will ask for, on the page a gather reads for
+    // another row, enter the (full) cache then; the page's other rows do not.
+    let ahead = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: RowCache::budget_for(20, &[16]) as u64, ..Default::default() }).unwrap();
+    let expected = ahead.expect_rows(vec![5, 10]);
+    assert_eq!(ahead.upcoming_rows(), 2);
+    ahead.tensor("x", &[0]).unwrap();
+    drop(expected);
+    assert_eq!(ahead.upcoming_rows(), 0);
+    ahead.reset_stats();
+    let rows = ahead.tensor("x", &[5, 10]).unwrap();
+    assert_eq!(ahead.stats().rows.unwrap().hits, 2, "upcoming rows beside a read one were not taken in");
+    assert_eq!(rows.data, [&bytes[5 * 16..6 * 16], &bytes[10 * 16..11 * 16]].concat());
+    ahead.reset_stats();
+    ahead.tensor("x", &[15]).unwrap();
+    assert_eq!(ahead.stats().rows.unwrap().hits, 0, "a row nobody expects was taken in beside a read one");
 }
