@@ -486,7 +486,7 @@ impl Store {
             }
             ids.dedup();
             let mut data = vec![0u8; ids.len() * rb as usize];
-            self.tensor_pages_into(base, ti, &ids, &mut data)?;
+            self.tensor_pages_into(base, ti, &ids, &mut data, false)?;
             for (i, r) in ids.iter().enumerate() {
                 if let Some(row) = rows_delta.get(r) {
                     data[i * rb as usize..(i + 1) * rb as usize].copy_from_slice(row);

@@ -408,6 +408,31 @@ fn every_byte_flip_is_caught_by_verify() {
 }
 
 #[test]
+fn a_corrupt_row_page_fails_the_gather_not_the_warm_up() {
+    // The row cache warms up on its own thread after open; a bad tensor
+    // page there must not be hidden: the gather of its rows reads the page
+    // itself and reports it.
+    let dir = tempfile::tempdir().unwrap();
+    let g = Graph { src: (0..3000).map(|i| i % 300).collect(), dst: (0..3000).map(|i| (i * 7) % 300).collect(), w: vec![1.5; 3000], l: vec![0; 3000] };
+    let o = ImportOptions::default();
+    let out = dir.path().join("c");
+    let t = TensorInput { name: "x".into(), data: TensorData::Memory { dtype: DType::U8, rows: 300, dim: 20, bytes: vec![7; 6000] } };
+    import(&out, &[mem_input(&g, &o)], &[t], &o, &quiet).unwrap();
+    let page = Store::open(&out, &OpenOptions::default()).unwrap().superblock().tensors[0].start_page;
+    let file = out.join("sg.0");
+    let mut bad = std::fs::read(&file).unwrap();
+    bad[page as usize * 4096 + 100] ^= 0x10;
+    std::fs::write(&file, &bad).unwrap();
+    let s = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: 1 << 20, ..Default::default() }).unwrap();
+    for _ in 0..2 {
+        match s.tensor("x", &[0, 299]) {
+            Err(StoreError::Corrupt { page: p, .. }) => assert_eq!(p, page),
+            r => panic!("a corrupt row page gave {:?}", r.map(|r| r.data.len())),
+        }
+    }
+}
+
+#[test]
 fn bad_inputs_are_clear_errors_and_leave_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
