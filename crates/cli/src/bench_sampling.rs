@@ -663,7 +663,7 @@ impl Report<'_> {
         if let Some((ios, pages, hit)) = self.s_io() {
             let pct = |k: &str| b[k].as_f64().map_or("-".into(), |x| format!("{:.0}%", 100.0 * x));
             println!(
-                "S device use over its batches (not the open): {ios:.0} I/Os/s ({pages:.0} pages/s) = {} of bench io's 4 KiB IOPS at depth 64; device busy {} of the time at the costs above   bar >= 80% (busy: reads bridge gaps, so I/Os are fewer and larger): {}; cache hit rate {:.1}%",
+                "S device use over its batches (the row cache's warm-up included, which runs beside the first draws): {ios:.0} I/Os/s ({pages:.0} pages/s) = {} of bench io's 4 KiB IOPS at depth 64; device busy {} of the time at the costs above   bar >= 80% (busy: reads bridge gaps, so I/Os are fewer and larger): {}; cache hit rate {:.1}%",
                 pct("iops_share_of_bench_io"),
                 pct("device_busy"),
                 pass("device_busy_80pct"),
@@ -683,7 +683,7 @@ impl Report<'_> {
             );
         }
         if let Some(o) = self.median(Contender::Solidgraph).and_then(|m| m.w.as_ref()?.open_seconds) {
-            println!("S time includes opening the store: {o:.2} s (the row cache is filled with the highest-degree vertices' rows)");
+            println!("S time includes opening the store: {o:.2} s (then the row cache fills with the highest-degree vertices' rows while the first batches are sampled)");
         }
         println!("gather alone S / mmap (best: {}): {}   bar >= {BAR_GATHER}x: {}", b["gather_mmap_best"].as_str().unwrap_or("-"), f("gather_speedup_vs_mmap_best"), pass("gather_3x"));
         println!(
