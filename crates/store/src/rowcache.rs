@@ -121,15 +121,16 @@ impl Slab {
     }
 
     /// Frees the first unvisited slot the hand reaches that no upcoming
-    /// batch asks for, clearing visited bits on its way. Ends within three
-    /// sweeps: the first clears every bit, and after passing over a slab's
-    /// worth of upcoming rows (more than it holds) it takes one anyway.
+    /// batch asks for, clearing visited bits on its way. Ends within two
+    /// sweeps and `SPARE_LIMIT` more steps: the first sweep clears every
+    /// bit, and after passing over that many unvisited upcoming rows it
+    /// takes the next one anyway.
     fn evict_one(&mut self, upcoming: &FxHashMap<u64, u32>) -> u32 {
         let mut h = if self.hand != NIL { self.hand } else { self.tail };
         let mut spared = 0;
         loop {
             if !self.visited[h as usize].swap(false, Relaxed) {
-                if spared >= self.slots || upcoming.is_empty() || !upcoming.contains_key(&self.key[h as usize]) {
+                if spared >= SPARE_LIMIT || upcoming.is_empty() || !upcoming.contains_key(&self.key[h as usize]) {
                     break;
                 }
                 spared += 1;
@@ -165,6 +166,19 @@ impl Slab {
         self.map.insert(id, i);
         evicted
     }
+}
+
+/// Most unvisited upcoming rows the hand passes over for one eviction: a
+/// bound on its work when most of the cache is upcoming.
+const SPARE_LIMIT: usize = 256;
+
+/// Whether the upcoming rows fit in a slab of `slots`. When they do not
+/// (a small cache, a long lookahead), keeping and admitting all of them
+/// is no longer Belady's choice, which would need each row's next use:
+/// the cache then ignores them. The training example's 64 MiB cache at
+/// Kronecker scale 20 holds ~80K vertices' rows against ~2M upcoming.
+fn fits(upcoming: &FxHashMap<u64, u32>, slots: usize) -> bool {
+    upcoming.len() <= 2 * slots
 }
 
 /// How many upcoming batches ask for each row (by vertex id): a multiset
@@ -336,7 +350,9 @@ impl RowCache {
             return;
         }
         // Slab, then upcoming: `Upcoming` takes no slab lock.
-        let upcoming = self.upcoming.counts.read().unwrap();
+        let counts = self.upcoming.counts.read().unwrap();
+        let none = FxHashMap::default();
+        let upcoming = if fits(&counts, s.slots) { &*counts } else { &none };
         let mut evictions = 0;
         for (j, &id) in ids.iter().enumerate() {
             if s.map.contains_key(&id) {
@@ -371,6 +387,9 @@ impl RowCache {
         }
         let s = self.slabs[ti].read().unwrap();
         let up = self.upcoming.counts.read().unwrap();
+        if !fits(&up, s.slots) {
+            return Vec::new();
+        }
         (0..ids.len()).filter(|&j| up.contains_key(&ids[j]) && !s.map.contains_key(&ids[j])).collect()
     }
 
