@@ -269,18 +269,27 @@ struct WorkerReport {
     /// Row cache (hits, misses), when SolidGraph had one.
     #[serde(default)]
     row_hits: Option<(u64, u64)>,
-    /// Seconds SolidGraph took to open the store, filling its row cache
-    /// with the hubs' rows; counted in `seconds` (not for the oracle).
+    /// Seconds SolidGraph took to open the store; counted in `seconds`
+    /// (not for the oracle).
     #[serde(default)]
     open_seconds: Option<f64>,
+    /// (seconds, I/Os, pages) from the end of the row cache's warm-up to
+    /// the end of the run: the sampler's own I/O-bound stretch. The warm-up
+    /// runs beside the first draws, its big reads paced by the kernel's
+    /// zeroing of the cache's fresh memory.
+    #[serde(default)]
+    after_warm: Option<(f64, u64, u64)>,
     checksums: Vec<u64>,
 }
 
 impl WorkerReport {
-    /// The batches' time, which the I/O counters cover: the open (in
-    /// `seconds`) reads the row cache's warm-up before they are reset.
-    fn io_seconds(&self) -> f64 {
-        (self.seconds - self.open_seconds.unwrap_or(0.0)).max(1e-9)
+    /// (seconds, I/Os, pages) the device-use figures cover: after the
+    /// warm-up when there was one, else all the batches.
+    fn io_window(&self) -> Option<(f64, f64, f64)> {
+        match self.after_warm {
+            Some((t, ios, pages)) => Some((t.max(1e-9), ios as f64, pages as f64)),
+            None => Some(((self.seconds - self.open_seconds.unwrap_or(0.0)).max(1e-9), self.ios? as f64, self.pages_read? as f64)),
+        }
     }
 }
 
@@ -545,7 +554,8 @@ impl Report<'_> {
     fn s_io(&self) -> Option<(f64, f64, f64)> {
         let w = self.median(Contender::Solidgraph)?.w.as_ref()?;
         let hit = w.cache_hits? as f64 / (w.cache_hits? + w.cache_misses?).max(1) as f64;
-        Some((w.ios? as f64 / w.io_seconds(), w.pages_read? as f64 / w.io_seconds(), hit))
+        let (t, ios, pages) = w.io_window()?;
+        Some((ios / t, pages / t, hit))
     }
 
     fn bars(&self) -> serde_json::Value {
@@ -640,8 +650,8 @@ impl Report<'_> {
                     w.nodes as f64 / w.batches.max(1) as f64,
                     w.batches,
                     mib(w.volume_bytes.unwrap_or(w.os_read_bytes)),
-                    w.ios.map_or("-".into(), |i| format!("{:.0}", i as f64 / w.io_seconds())),
-                    w.pages_read.map_or("-".into(), |p| format!("{:.0}", p as f64 / w.io_seconds())),
+                    w.io_window().map_or("-".into(), |(t, i, _)| format!("{:.0}", i / t)),
+                    w.io_window().map_or("-".into(), |(t, _, p)| format!("{:.0}", p / t)),
                     w.cache_hits.zip(w.cache_misses).map_or("-".into(), |(h, mi)| format!("{:.1}", 100.0 * h as f64 / (h + mi).max(1) as f64)),
                     format!("{:.0}/{:.0} ms", w.batch_p50_ms, w.batch_p99_ms),
                     m.peak.map_or("-".into(), |p| format!("{:.0}", mib(p))),
@@ -649,7 +659,7 @@ impl Report<'_> {
                 ),
             }
         }
-        println!("per s: seeds/s for sampling, rows/s for gather alone (open included); I/Os/s and pages/s: over the batches");
+        println!("per s: seeds/s for sampling, rows/s for gather alone (open included); I/Os/s and pages/s: over the batches once the row cache is warm");
         println!();
         let b = self.bars();
         let f = |k: &str| b[k].as_f64().map_or("-".into(), |x| format!("{x:.2}x"));
@@ -663,7 +673,7 @@ impl Report<'_> {
         if let Some((ios, pages, hit)) = self.s_io() {
             let pct = |k: &str| b[k].as_f64().map_or("-".into(), |x| format!("{:.0}%", 100.0 * x));
             println!(
-                "S device use over its batches (the row cache's warm-up included, which runs beside the first draws): {ios:.0} I/Os/s ({pages:.0} pages/s) = {} of bench io's 4 KiB IOPS at depth 64; device busy {} of the time at the costs above   bar >= 80% (busy: reads bridge gaps, so I/Os are fewer and larger): {}; cache hit rate {:.1}%",
+                "S device use over its batches once the row cache is warm: {ios:.0} I/Os/s ({pages:.0} pages/s) = {} of bench io's 4 KiB IOPS at depth 64; device busy {} of the time at the costs above   bar >= 80% (busy: reads bridge gaps, so I/Os are fewer and larger): {}; cache hit rate {:.1}%",
                 pct("iops_share_of_bench_io"),
                 pct("device_busy"),
                 pass("device_busy_80pct"),
@@ -858,7 +868,23 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
                 measure_loader(&a, &store, &ids)?;
             }
             store.reset_stats();
-            measure_loader(&a, &store, &ids)?
+            // When the warm-up ends: the start of the device-use window.
+            let warm_end = std::sync::Mutex::new(None);
+            let r = std::thread::scope(|sc| {
+                sc.spawn(|| {
+                    store.wait_warm();
+                    let st = store.stats();
+                    *warm_end.lock().unwrap() = Some((Instant::now(), st.ios(), st.pages_read()));
+                });
+                measure_loader(&a, &store, &ids)
+            });
+            let mut r = r?;
+            if let Some((t, ios, pages)) = warm_end.into_inner().unwrap() {
+                let st = store.stats();
+                let scale = store.page_size() as u64 / PAGE;
+                r.after_warm = Some((t.elapsed().as_secs_f64(), st.ios() - ios, (st.pages_read() - pages) * scale));
+            }
+            r
         };
         let s = store.stats();
         r.volume_bytes = Some(s.bytes_read());
@@ -920,6 +946,7 @@ fn measure_loader(a: &SamplingWorkerArgs, store: &Arc<Store>, ids: &[u64]) -> Cl
         cache_misses: None,
         row_hits: None,
         open_seconds: None,
+        after_warm: None,
         checksums: sums,
     })
 }
@@ -983,6 +1010,7 @@ fn measure(a: &SamplingWorkerArgs, ids: &[u64], f: impl Fn(usize, &[u64]) -> Cli
         cache_misses: None,
         row_hits: None,
         open_seconds: None,
+        after_warm: None,
         checksums: sums,
     })
 }

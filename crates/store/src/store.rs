@@ -1184,6 +1184,11 @@ impl Store {
         self.shared.rows.as_ref().map_or(0, |rc| rc.upcoming().held())
     }
 
+    /// Blocks until the row cache's warm-up is over (see `Warming`).
+    pub fn wait_warm(&self) {
+        self.shared.warming.wait();
+    }
+
     /// Gathers rows `ids` of tensor `name`: each page read once for the batch.
     /// Rows are visited in row order, in parts of at most
     /// `TENSOR_PART_PAGES` pages, so a huge gather pins a bounded number of
