@@ -283,6 +283,33 @@ struct WorkerReport {
 }
 
 impl WorkerReport {
+    /// A run's report from its batch times `lat`, before the store's
+    /// counters are added; `since`: the OS read bytes and major faults at
+    /// its start.
+    fn timed(a: &SamplingWorkerArgs, mut lat: Vec<Duration>, nodes: u64, seconds: f64, since: (u64, u64), checksums: Vec<u64>) -> WorkerReport {
+        lat.sort_unstable();
+        let q = |x: f64| lat.get(((lat.len().max(1) - 1) as f64 * x).round() as usize).map_or(0.0, |d| d.as_secs_f64() * 1e3);
+        WorkerReport {
+            batches: lat.len(),
+            items: (lat.len() * a.batch_size) as u64,
+            nodes,
+            seconds,
+            batch_p50_ms: q(0.5),
+            batch_p99_ms: q(0.99),
+            os_read_bytes: os_read_bytes().saturating_sub(since.0),
+            major_faults: major_faults().saturating_sub(since.1),
+            volume_bytes: None,
+            ios: None,
+            pages_read: None,
+            cache_hits: None,
+            cache_misses: None,
+            row_hits: None,
+            open_seconds: None,
+            after_warm: None,
+            checksums,
+        }
+    }
+
     /// (seconds, I/Os, pages) the device-use figures cover: after the
     /// warm-up when there was one, else all the batches.
     fn io_window(&self) -> Option<(f64, f64, f64)> {
@@ -927,28 +954,7 @@ fn measure_loader(a: &SamplingWorkerArgs, store: &Arc<Store>, ids: &[u64]) -> Cl
         sums.push(sample_sum(&s.node, &s.row, &s.col, a.edge_ids.then_some(&s.edge[..]), &s.tensors[0].data));
     }
     drop(p);
-    let seconds = t0.elapsed().as_secs_f64();
-    lat.sort_unstable();
-    let q = |x: f64| lat.get(((lat.len().max(1) - 1) as f64 * x).round() as usize).map_or(0.0, |d| d.as_secs_f64() * 1e3);
-    Ok(WorkerReport {
-        batches: lat.len(),
-        items: (lat.len() * a.batch_size) as u64,
-        nodes,
-        seconds,
-        batch_p50_ms: q(0.5),
-        batch_p99_ms: q(0.99),
-        os_read_bytes: os_read_bytes().saturating_sub(io0),
-        major_faults: major_faults().saturating_sub(f0),
-        volume_bytes: None,
-        ios: None,
-        pages_read: None,
-        cache_hits: None,
-        cache_misses: None,
-        row_hits: None,
-        open_seconds: None,
-        after_warm: None,
-        checksums: sums,
-    })
+    Ok(WorkerReport::timed(a, lat, nodes, t0.elapsed().as_secs_f64(), (io0, f0), sums))
 }
 
 /// Runs the batches until --max-seconds: one thread takes them in order
@@ -988,29 +994,9 @@ fn measure(a: &SamplingWorkerArgs, ids: &[u64], f: impl Fn(usize, &[u64]) -> Cli
     let wall = t0.elapsed();
     let mut done = done.into_inner().unwrap();
     done.sort_by_key(|d| d.0);
-    let mut lat: Vec<Duration> = done.iter().map(|d| d.1).collect();
+    let lat: Vec<Duration> = done.iter().map(|d| d.1).collect();
     let nodes = done.iter().map(|d| d.2.nodes).sum();
     let sums: Vec<u64> = done.iter().enumerate().take_while(|(k, d)| d.0 == *k).map(|(_, d)| d.2.sum).collect();
     let seconds = if a.workers <= 1 { lat.iter().sum::<Duration>().as_secs_f64() } else { wall.as_secs_f64() };
-    lat.sort_unstable();
-    let q = |x: f64| lat[((lat.len() - 1) as f64 * x).round() as usize].as_secs_f64() * 1e3;
-    Ok(WorkerReport {
-        batches: lat.len(),
-        items: (lat.len() * a.batch_size) as u64,
-        nodes,
-        seconds,
-        batch_p50_ms: q(0.5),
-        batch_p99_ms: q(0.99),
-        os_read_bytes: os_read_bytes().saturating_sub(io0),
-        major_faults: major_faults().saturating_sub(f0),
-        volume_bytes: None,
-        ios: None,
-        pages_read: None,
-        cache_hits: None,
-        cache_misses: None,
-        row_hits: None,
-        open_seconds: None,
-        after_warm: None,
-        checksums: sums,
-    })
+    Ok(WorkerReport::timed(a, lat, nodes, seconds, (io0, f0), sums))
 }
