@@ -6,8 +6,10 @@
 //!   batch's nodes are announced to the row cache (`Store::expect_rows`),
 //!   which then keeps the rows upcoming batches will ask for and takes them
 //!   in on a miss, and the earliest sampled batch is gathered next. Workers
-//!   sample whenever fewer than `lookahead` batches are ahead, else gather.
-//!   With `lookahead` 0 a worker samples and gathers a batch in one step.
+//!   sample a group of `lookahead / 2` batches together (`sample_subgraphs`:
+//!   each hop reads the lists the group's batches share once) whenever a
+//!   whole group fits within `lookahead`, else gather. With `lookahead` 0 a
+//!   worker samples and gathers a batch in one step.
 //! - A batch `j` is gathered only while `j < consumed + prefetch`, so at
 //!   most `prefetch` batches are being gathered or finished and waiting, and
 //!   `lookahead` more sampled: memory is bounded whatever the speed of the

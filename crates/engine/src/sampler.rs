@@ -140,6 +140,7 @@ pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resu
 /// A batch's sampled subgraph before its rows are gathered: a loader
 /// samples batches ahead and tells the row cache which rows they will ask
 /// for (`Store::expect_rows`) before gathering the earliest.
+#[derive(Debug)]
 pub struct Subgraph {
     /// Node ids are still the store's own; no tensors yet.
     sample: Sample,

@@ -95,6 +95,17 @@ proptest! {
             prop_assert_eq!(got, (v * 3) as f32);
         }
         prop_assert_eq!(&s, &sample_neighbors(&g.store, &seeds, &o).unwrap());
+
+        // Sampled as a group (one read per hop for all), each batch is what
+        // it is alone with its seed, whichever vertices the batches share.
+        let cut = seeds.len() / 2;
+        let batches = [&seeds[..], &seeds[cut..], &seeds[..cut.max(1)]];
+        let group_seeds = [seed, seed ^ 1, seed.wrapping_add(7)];
+        let subs = sample_subgraphs(&g.store, &batches, &group_seeds, &o).unwrap();
+        for ((sub, b), sd) in subs.into_iter().zip(batches).zip(group_seeds) {
+            let alone = sample_neighbors(&g.store, b, &SampleOptions { seed: sd, ..o.clone() }).unwrap();
+            prop_assert_eq!(sub.gather(&g.store, &o.tensors).unwrap(), alone);
+        }
     }
 }
 
@@ -217,5 +228,30 @@ fn hub_extents_read_only_drawn_pages_and_match_full_reads() {
             }
         }
         assert_eq!(k as u64, s.num_sampled_edges[0]);
+        // Hubs in several batches of a group, each drawing its own positions.
+        let batches: [&[u64]; 3] = [&[0, 1, 2], &[0, 4000], &[3, 2, 1, 0]];
+        let subs = sample_subgraphs(store, &batches, &[1, 2, 3], &o).unwrap();
+        for ((sub, b), sd) in subs.into_iter().zip(batches).zip([1, 2, 3]) {
+            assert_eq!(sub.gather(store, &[]).unwrap(), sample_neighbors(store, b, &SampleOptions { seed: sd, ..o.clone() }).unwrap());
+        }
     }
+}
+
+#[test]
+fn a_group_reads_the_lists_its_batches_share_once() {
+    let n = 5_000u64;
+    let edges: Vec<(u64, u64, f32)> = (0..n).flat_map(|v| [((v * 13) % n, v, 1.0), ((v * 7 + 1) % n, v, 1.0)]).collect();
+    let g = build(n, &edges);
+    let store = Store::open(&g._dir.path().join("g"), &OpenOptions { cache_bytes: 0, ..Default::default() }).unwrap();
+    let seeds: Vec<u64> = (0..n).step_by(37).collect();
+    let o = SampleOptions { fanouts: vec![1], ..Default::default() };
+    store.reset_stats();
+    sample_subgraph(&store, &seeds, &o).unwrap();
+    let alone = store.stats().pages_read();
+    store.reset_stats();
+    let subs = sample_subgraphs(&store, &[&seeds, &seeds, &seeds], &[1, 2, 3], &o).unwrap();
+    assert_eq!(subs.len(), 3);
+    assert_eq!(store.stats().pages_read(), alone, "three batches of the same seeds read their lists more than once");
+    assert!(sample_subgraphs(&store, &[&seeds, &seeds], &[1], &o).unwrap_err().to_string().contains("as many seeds"));
+    assert!(sample_subgraphs(&store, &[], &[], &o).is_err());
 }
