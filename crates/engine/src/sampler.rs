@@ -12,6 +12,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use solidgraph_store::{Csr, Direction, Rows, Store};
 
@@ -245,8 +246,7 @@ pub fn sample_subgraphs(store: &Store, batches: &[&[u64]], seeds: &[u64], o: &Sa
             pairs.extend(g.out.node[g.start..g.end].iter().enumerate().map(|(i, &v)| (v, b as u32, i as u32)));
         }
         pairs.sort_unstable();
-        // Pair p's neighbours and edge ids: ids[span[p].0..span[p].1].
-        let (mut ids, mut edges, mut span) = (Vec::new(), Vec::new(), vec![(0, 0); pairs.len()]);
+        let mut parts = Vec::new();
         let mut lo = 0;
         while lo < pairs.len() {
             // A part: whole vertices, at most HOP_PART of them and (but for
@@ -262,8 +262,18 @@ pub fn sample_subgraphs(store: &Store, batches: &[&[u64]], seeds: &[u64], o: &Sa
                     hi += 1;
                 }
             }
-            draw_part(store, hop, k, seeds, o, &pairs[lo..hi], &mut ids, &mut edges, &mut span[lo..hi])?;
+            parts.push(lo..hi);
             lo = hi;
+        }
+        // Parts are drawn on the pool's threads: a part waits on its reads
+        // most of the time, so two at once keep the device busy where one
+        // leaves it idle while the other decodes. At scale 24 the loader's
+        // first group is sampled with nothing to gather beside it.
+        let drawn: Vec<PartDraws> = parts.par_iter().map(|r| draw_part(store, hop, k, seeds, o, &pairs[r.clone()])).collect::<Result<_>>()?;
+        // Pair p's neighbours: drawn[part].ids[a..z] for span[p] = (part, a, z).
+        let mut span = Vec::with_capacity(pairs.len());
+        for (d, part) in drawn.iter().enumerate() {
+            span.extend(part.span.iter().map(|&(a, z)| (d, a, z)));
         }
         let mut at = vec![0; pairs.len()];
         for (p, &(_, b, i)) in pairs.iter().enumerate() {
@@ -273,12 +283,12 @@ pub fn sample_subgraphs(store: &Store, batches: &[&[u64]], seeds: &[u64], o: &Sa
             let edges_before = g.out.row.len();
             for i in 0..g.end - g.start {
                 let lv = (g.start + i) as u64;
-                let (a, z) = span[at[first[b] + i]];
+                let (d, a, z) = span[at[first[b] + i]];
                 for q in a..z {
-                    let lu = g.add(ids[q]);
+                    let lu = g.add(drawn[d].ids[q]);
                     g.out.row.push(lu);
                     g.out.col.push(lv);
-                    g.out.edge.push(edges[q]);
+                    g.out.edge.push(drawn[d].edges[q]);
                 }
             }
             g.out.num_sampled_nodes.push((g.out.node.len() - g.end) as u64);
@@ -289,12 +299,18 @@ pub fn sample_subgraphs(store: &Store, batches: &[&[u64]], seeds: &[u64], o: &Sa
     Ok(group.into_iter().map(|g| Subgraph { sample: g.out }).collect())
 }
 
+/// A part's draws: pair j's neighbours and their edge ids are
+/// `ids[span[j].0..span[j].1]` and the same range of `edges`.
+struct PartDraws {
+    ids: Vec<u64>,
+    edges: Vec<u64>,
+    span: Vec<(usize, usize)>,
+}
+
 /// Draws hop `hop`'s neighbours for `part` (pairs of one or more whole
-/// vertices, as `sample_subgraphs` orders them), appending them to
-/// `ids`/`edges` and setting each pair's span there. Reads the part's pages
+/// vertices, as `sample_subgraphs` orders them), reading the part's pages
 /// in one batch per kind of list.
-#[allow(clippy::too_many_arguments)]
-fn draw_part(store: &Store, hop: usize, k: i64, seeds: &[u64], o: &SampleOptions, part: &[(u64, u32, u32)], ids: &mut Vec<u64>, edges: &mut Vec<u64>, span: &mut [(usize, usize)]) -> Result<()> {
+fn draw_part(store: &Store, hop: usize, k: i64, seeds: &[u64], o: &SampleOptions, part: &[(u64, u32, u32)]) -> Result<PartDraws> {
     let vs: Vec<u64> = part.iter().map(|p| p.0).collect();
     let mut user = vs.clone();
     store.to_external(&mut user)?;
@@ -331,6 +347,7 @@ fn draw_part(store: &Store, hop: usize, k: i64, seeds: &[u64], o: &SampleOptions
     let csr: Csr = if picked.is_some() { Csr::default() } else { store.neighbors(&full_ids, o.direction, o.weighted, false)? };
     let (mut f, mut q, mut r) = (0, 0, 0);
     let mut picks = Vec::new();
+    let (mut ids, mut edges, mut span) = (Vec::new(), Vec::new(), Vec::with_capacity(part.len()));
     for j in 0..part.len() {
         let a = ids.len();
         if let (Some(p), Some((at_ids, at_edges))) = (&drawn[j], &at) {
@@ -351,9 +368,9 @@ fn draw_part(store: &Store, hop: usize, k: i64, seeds: &[u64], o: &SampleOptions
             edges.extend(picks.iter().map(|&p| csr.first_edge[f] + p as u64));
             f += 1;
         }
-        span[j] = (a, ids.len());
+        span.push((a, ids.len()));
     }
-    Ok(())
+    Ok(PartDraws { ids, edges, span })
 }
 
 /// GraphSAINT random-walk subgraph: the nodes that walks of `length` from
