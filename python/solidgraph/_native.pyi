@@ -260,7 +260,8 @@ class Graph:
         returns an iterator over them in order. Batch i uses a seed derived
         from (seed, i), so results do not depend on `workers`. Neighbors are
         sampled `lookahead` batches (at most 256) ahead of the feature
-        gather, so the row cache keeps the rows they will ask for (0: sample
+        gather, so the row cache keeps the rows they will ask for, in groups
+        of `lookahead // 2` that read the lists they share once (0: sample
         and gather each batch in one step). Options are checked here; a bad
         batch raises SolidGraphError when it is reached."""
     def random_walks(

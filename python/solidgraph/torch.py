@@ -114,7 +114,8 @@ class NeighborLoader:
     - `num_workers` Rust threads sample `prefetch` batches ahead; no Python
       multiprocessing. Neighbors are sampled `lookahead` batches ahead of
       the feature gather, so a store opened with a row cache keeps the rows
-      those batches will ask for. `direction="in"` samples the nodes that point at each
+      those batches will ask for, in groups of `lookahead // 2` that read
+      the lists they share once. `direction="in"` samples the nodes that point at each
       node (PyG's default; a directed store needs its in-edges).
     - `seed`: None draws fresh randomness every epoch; an int makes every
       epoch reproducible (epoch k's order and samples depend on (seed, k)).
