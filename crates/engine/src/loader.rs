@@ -445,7 +445,6 @@ impl Drop for Prefetcher {
     }
 }
 
-/// The checks `sample_neighbors` makes that do not depend on the seeds.
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};

@@ -170,7 +170,7 @@ pub fn sample_subgraph(store: &Store, seeds: &[u64], o: &SampleOptions) -> Resul
     Ok(one.pop().expect("one subgraph per batch"))
 }
 
-/// Checks sampling options against the store, before any read.
+/// The checks sampling makes that do not depend on the seeds, before any read.
 pub(crate) fn check_options(store: &Store, o: &SampleOptions) -> Result<()> {
     if o.fanouts.is_empty() {
         return Err(EngineError::Invalid("fanouts must name at least one hop".into()));
