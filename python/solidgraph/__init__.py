@@ -14,13 +14,49 @@ only results cross into Python, as numpy arrays.
 Submodules, imported on first use: `solidgraph.torch` (NeighborLoader; needs
 torch), `solidgraph.pyg` (PyG FeatureStore/GraphStore/NeighborSampler; needs
 torch_geometric), `solidgraph.datasets` (Planetoid reader, R-MAT generator).
+
+Errors derive from `SolidGraphError`: `CorruptionError`, `StaleError`,
+`FormatError`, `NotFoundError` (a LookupError), `LockedError`,
+`InvalidArgumentError` (a ValueError) and `SolidGraphIOError` (an OSError).
 """
 
 import importlib
 
-from solidgraph._native import Graph, Sample, SampleLoader, SolidGraphError, __version__, bench_io, import_graph, open
+from solidgraph._native import (
+    CorruptionError,
+    FormatError,
+    Graph,
+    InvalidArgumentError,
+    LockedError,
+    NotFoundError,
+    Sample,
+    SampleLoader,
+    SolidGraphError,
+    SolidGraphIOError,
+    StaleError,
+    __version__,
+    bench_io,
+    import_graph,
+    open,
+)
 
-__all__ = ["Graph", "Sample", "SampleLoader", "SolidGraphError", "__version__", "bench_io", "import_graph", "open"]
+__all__ = [
+    "CorruptionError",
+    "FormatError",
+    "Graph",
+    "InvalidArgumentError",
+    "LockedError",
+    "NotFoundError",
+    "Sample",
+    "SampleLoader",
+    "SolidGraphError",
+    "SolidGraphIOError",
+    "StaleError",
+    "__version__",
+    "bench_io",
+    "import_graph",
+    "open",
+]
 
 _SUBMODULES = ("datasets", "pyg", "torch")
 

@@ -8,7 +8,23 @@ import numpy as np
 import numpy.typing as npt
 
 __version__: str
-__all__ = ["Graph", "Sample", "SampleLoader", "SolidGraphError", "__version__", "bench_io", "import_graph", "open"]
+__all__ = [
+    "CorruptionError",
+    "FormatError",
+    "Graph",
+    "InvalidArgumentError",
+    "LockedError",
+    "NotFoundError",
+    "Sample",
+    "SampleLoader",
+    "SolidGraphError",
+    "SolidGraphIOError",
+    "StaleError",
+    "__version__",
+    "bench_io",
+    "import_graph",
+    "open",
+]
 
 _StrPath = Union[str, os.PathLike[str]]
 #: Vertex ids: any 1-D integer array or a sequence of ints. Negative ids are an error.
@@ -36,9 +52,73 @@ _Names = Union[str, Sequence[str]]
 _F32 = npt.NDArray[np.float32]
 _U32 = npt.NDArray[np.uint32]
 
+# Errors. Every exception the engine raises derives from SolidGraphError;
+# the subclass says what kind of failure it is, the message (the same text
+# as the Rust error) names the file and line, or the page, and the reason.
+# Attributes the error does not know read as None.
+
 class SolidGraphError(Exception):
-    """An error from the SolidGraph engine; the message names the file and
-    line, or the page, and the reason."""
+    """Base of every error the SolidGraph engine raises. Raised as itself
+    only for an internal fault (an engine invariant broken): please report
+    those."""
+
+class CorruptionError(SolidGraphError):
+    """Stored data failed a check: a page's checksum or an invariant, or a
+    member file truncated or of the wrong size. `Graph.verify()` names the
+    first bad page; restore the store from a copy or import it again."""
+
+    page: int | None
+    path: pathlib.Path | None
+
+class StaleError(SolidGraphError):
+    """A reader met a page that a merge wrote after the reader opened the
+    store (another process merged). The store is intact: open it again to
+    read the merged graph. `epoch` is the reader's epoch, `found` the
+    page's."""
+
+    page: int | None
+    epoch: int | None
+    found: int | None
+
+class FormatError(SolidGraphError):
+    """`path` is not a store this build reads: not a SolidGraph store, or a
+    format version newer (upgrade solidgraph) or older (import again) than
+    this build's. `found`/`supported`: the store's and this build's format
+    versions, for a version mismatch."""
+
+    path: pathlib.Path | None
+    found: int | None
+    supported: int | None
+
+class NotFoundError(SolidGraphError, LookupError):
+    """The store has nothing by that name: `name` is the node tensor asked
+    for. A LookupError (the base of KeyError and IndexError), not a KeyError,
+    whose str() would quote the message."""
+
+    name: str | None
+
+class LockedError(SolidGraphError):
+    """Another writer holds the store's lock (one writer at a time);
+    `path` is the store."""
+
+    path: pathlib.Path | None
+
+class InvalidArgumentError(SolidGraphError, ValueError):
+    """The call's arguments do not fit: a bad value or shape, a vertex id not
+    in the graph, a malformed input file (`path`, `line`), or an operation
+    the store was not imported or opened for (in-edges, edge weights,
+    writable=True)."""
+
+    path: pathlib.Path | None
+    line: int | None
+
+class SolidGraphIOError(SolidGraphError, OSError):
+    """The system failed a file or device operation (missing file, full
+    device, I/O error), or the path to create exists. `errno` is set where
+    known; `path` names the file (`filename` stays None, so str() is the
+    engine's message)."""
+
+    path: pathlib.Path | None
 
 @type_check_only
 class ImportReport(TypedDict):
@@ -140,12 +220,12 @@ def import_graph(
 def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False, delta_budget: int = 256 << 20, row_cache_bytes: int = 0, row_admission: Literal["seen", "all", "hot"] = "seen") -> Graph:
     """Opens a store with a page cache of `cache_bytes` (0: no cache).
     `writable=True` takes the store's writer lock (one writer process; a
-    second gets SolidGraphError "locked") and enables the update methods.
+    second gets LockedError) and enables the update methods.
     Every open replays the write-ahead log past its last checkpoint, so
     readers see acknowledged updates. Pending updates over `delta_budget`
     bytes are merged into pages by the write that crosses it (0: only
     `merge()` merges). A reader opened before a merge by another process
-    raises SolidGraphError ("reopen it") rather than read moved pages.
+    raises StaleError ("reopen it") rather than read moved pages.
     `row_cache_bytes` (read-only opens) adds a cache of tensor rows: a hot
     row shares its page with cold ones, so caching rows keeps more hot
     features per byte; tensor pages then bypass the page cache. Opening
@@ -263,7 +343,7 @@ class Graph:
         gather, so the row cache keeps the rows they will ask for, in groups
         of `lookahead // 2` that read the lists they share once (0: sample
         and gather each batch in one step). Options are checked here; a bad
-        batch raises SolidGraphError when it is reached."""
+        batch raises InvalidArgumentError when it is reached."""
     def random_walks(
         self, starts: _Ids, length: int, p: float = 1.0, q: float = 1.0, seed: int | None = None, direction: str = "out"
     ) -> _I64:
@@ -314,7 +394,7 @@ class Graph:
         """Empties the page cache, for cold-cache measurements."""
     def verify(self) -> VerifyReport:
         """Reads every page and checks checksums and invariants; raises
-        SolidGraphError naming the first bad page."""
+        CorruptionError naming the first bad page."""
 
     # Updates (stores opened with writable=True). Each call is one batch:
     # validated whole (nothing applied on error), logged as one WAL record,
@@ -349,7 +429,7 @@ class Graph:
         forked child."""
     def close(self) -> None:
         """Releases the store (a snapshot's pinned pages, a writer's lock);
-        later calls raise SolidGraphError."""
+        later calls raise InvalidArgumentError."""
     def __enter__(self) -> Graph: ...
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool: ...
 

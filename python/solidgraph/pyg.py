@@ -24,8 +24,8 @@ from torch_geometric.data.feature_store import TensorAttr
 from torch_geometric.data.graph_store import EdgeAttr, EdgeLayout
 from torch_geometric.sampler import BaseSampler, NodeSamplerInput, SamplerOutput
 
-from solidgraph._native import Graph, SolidGraphError
-from solidgraph.torch import _fanouts
+from solidgraph._native import Graph, InvalidArgumentError
+from solidgraph.torch import _fanouts, _no_tensor
 
 __all__ = ["FeatureStore", "GraphStore", "NeighborSampler"]
 
@@ -59,7 +59,7 @@ class FeatureStore(pyg_data.FeatureStore):
         names = list(have) if tensors is None else list(tensors)
         for name in names:
             if name not in have:
-                raise SolidGraphError(f"no tensor named {name!r} (the store has: {', '.join(have) or 'none'})")
+                raise _no_tensor(name, have)
         self._names = names
 
     def _read(self, attr: TensorAttr) -> torch.Tensor:
@@ -132,7 +132,7 @@ class GraphStore(pyg_data.GraphStore):
             return None
         m = self.graph.num_edges
         if m > self.max_edges:
-            raise SolidGraphError(
+            raise InvalidArgumentError(
                 f"the graph has {m} edges, more than max_edges={self.max_edges}: building its whole edge index in RAM "
                 "is what a SolidGraph store avoids; sample with solidgraph.pyg.NeighborSampler, or raise max_edges"
             )
@@ -193,9 +193,9 @@ class NeighborSampler(BaseSampler):
 
     def sample_from_nodes(self, index: NodeSamplerInput, **kwargs) -> SamplerOutput:
         if index.input_type is not None:
-            raise SolidGraphError("solidgraph.pyg.NeighborSampler samples homogeneous graphs (input_type must be None)")
+            raise InvalidArgumentError("solidgraph.pyg.NeighborSampler samples homogeneous graphs (input_type must be None)")
         if index.time is not None:
-            raise SolidGraphError("temporal sampling (seed times) is not supported")
+            raise InvalidArgumentError("temporal sampling (seed times) is not supported")
         s = self.graph.sample_neighbors(
             index.node.numpy(),
             self.num_neighbors,

@@ -23,7 +23,7 @@ from typing import Any, Iterator, Optional, Sequence, Union
 import numpy as np
 import torch
 
-from solidgraph._native import Graph, SolidGraphError
+from solidgraph._native import Graph, InvalidArgumentError, NotFoundError
 
 __all__ = ["NeighborLoader", "Batch", "to_numpy_ids"]
 
@@ -81,21 +81,28 @@ def to_numpy_ids(nodes: Any, num_nodes: int) -> np.ndarray:
     a = np.asarray(nodes)
     if a.dtype == bool:
         if a.shape != (num_nodes,):
-            raise SolidGraphError(f"a node mask must have one entry per vertex ({num_nodes}), not shape {a.shape}")
+            raise InvalidArgumentError(f"a node mask must have one entry per vertex ({num_nodes}), not shape {a.shape}")
         return np.flatnonzero(a).astype(np.int64)
     if a.ndim != 1:
-        raise SolidGraphError(f"input nodes must be 1-D, not shape {a.shape}")
+        raise InvalidArgumentError(f"input nodes must be 1-D, not shape {a.shape}")
     if a.size == 0:
         return np.zeros(0, np.int64)
     if not np.issubdtype(a.dtype, np.integer):
-        raise SolidGraphError(f"input nodes must be integers or a bool mask, not {a.dtype}")
+        raise InvalidArgumentError(f"input nodes must be integers or a bool mask, not {a.dtype}")
     return a.astype(np.int64, copy=False)
+
+
+def _no_tensor(name: str, have: Any) -> NotFoundError:
+    """The error for a tensor name the store lacks, as the engine raises it."""
+    e = NotFoundError(f"no tensor named {name!r} (the store has: {', '.join(have) or 'none'})")
+    e.name = name
+    return e
 
 
 def _fanouts(num_neighbors: Any) -> list:
     values = getattr(num_neighbors, "values", num_neighbors)  # PyG's NumNeighbors
     if isinstance(values, dict):
-        raise SolidGraphError("per-edge-type fanouts are for heterogeneous graphs; give one list of ints")
+        raise InvalidArgumentError("per-edge-type fanouts are for heterogeneous graphs; give one list of ints")
     return [int(k) for k in values]
 
 
@@ -146,7 +153,7 @@ class NeighborLoader:
         lookahead: int = 32,
     ):
         if batch_size < 1:
-            raise SolidGraphError(f"batch_size must be at least 1, not {batch_size}")
+            raise InvalidArgumentError(f"batch_size must be at least 1, not {batch_size}")
         self.graph = g
         self.input_nodes = to_numpy_ids(input_nodes, g.num_nodes)
         self.num_neighbors = _fanouts(num_neighbors)
@@ -169,7 +176,7 @@ class NeighborLoader:
         have = g.tensors
         missing = [t for t in self._tensors if t not in have]
         if missing:
-            raise SolidGraphError(f"no tensor named {missing[0]!r} (the store has: {', '.join(have) or 'none'})")
+            raise _no_tensor(missing[0], have)
 
     def __len__(self) -> int:
         n = len(self.input_nodes)

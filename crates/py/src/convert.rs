@@ -6,7 +6,7 @@ use numpy::{Element, PyArray1, PyArrayMethods, PyUntypedArray, PyUntypedArrayMet
 use pyo3::prelude::*;
 use pyo3::types::IntoPyDict;
 
-use crate::err;
+use crate::errors::invalid;
 
 /// `numpy.asarray(obj)`: lists, tuples and ranges become arrays the way
 /// numpy sees them, so one code path checks every input form.
@@ -21,7 +21,7 @@ where
     u64: TryFrom<T>,
 {
     let a = a.downcast::<PyArray1<T>>().ok()?.readonly();
-    let v = a.as_array().iter().map(|&x| u64::try_from(x).map_err(|_| err(format!("{what} must be non-negative, not {x}")))).collect();
+    let v = a.as_array().iter().map(|&x| u64::try_from(x).map_err(|_| invalid(format!("{what} must be non-negative, not {x}")))).collect();
     Some(v)
 }
 
@@ -32,7 +32,7 @@ where
 pub fn u64_vec(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u64>> {
     let a = as_array(obj)?;
     if a.ndim() != 1 {
-        return Err(err(format!("{what} must be 1-D, not shape {:?}", a.shape())));
+        return Err(invalid(format!("{what} must be 1-D, not shape {:?}", a.shape())));
     }
     try_ints::<u64>(&a, what)
         .or_else(|| try_ints::<i64>(&a, what))
@@ -44,7 +44,7 @@ pub fn u64_vec(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u64>> {
         .or_else(|| try_ints::<i8>(&a, what))
         // `numpy.asarray([])` is float64; an empty list is still no ids.
         .or_else(|| (a.len() == 0).then(|| Ok(Vec::new())))
-        .unwrap_or_else(|| Err(err(format!("{what} must be integers, not {}", a.dtype()))))
+        .unwrap_or_else(|| Err(invalid(format!("{what} must be integers, not {}", a.dtype()))))
 }
 
 /// A u64 result as an int64 array without a copy: the Vec moves into numpy
@@ -60,7 +60,7 @@ pub fn typed_vec<T: Element + Copy>(obj: &Bound<'_, PyAny>, dtype: &str, what: &
     let np = get_array_module(obj.py())?;
     let a = np.call_method1("asarray", (obj,))?;
     let a = np.call_method("ascontiguousarray", (a,), Some(&[("dtype", dtype)].into_py_dict(obj.py())?))?;
-    let a = a.downcast_into::<PyArray1<T>>().map_err(|_| err(format!("{what} must be a 1-D array of numbers")))?;
+    let a = a.downcast_into::<PyArray1<T>>().map_err(|_| invalid(format!("{what} must be a 1-D array of numbers")))?;
     Ok(a.readonly().as_array().to_vec())
 }
 
@@ -71,7 +71,7 @@ pub fn row_bytes(obj: &Bound<'_, PyAny>, dtype: &str, dim: u64, what: &str) -> P
     let got = a.dtype().str()?.to_string();
     let name: String = a.dtype().getattr("name")?.extract()?;
     if name != dtype {
-        return Err(err(format!("{what}: rows are {dtype}, got an array of {name} ({got})")));
+        return Err(invalid(format!("{what}: rows are {dtype}, got an array of {name} ({got})")));
     }
     let shape = a.shape().to_vec();
     let ok = match shape.as_slice() {
@@ -80,7 +80,7 @@ pub fn row_bytes(obj: &Bound<'_, PyAny>, dtype: &str, dim: u64, what: &str) -> P
         _ => false,
     };
     if !ok {
-        return Err(err(format!("{what}: rows must have width {dim}, got shape {shape:?}")));
+        return Err(invalid(format!("{what}: rows must have width {dim}, got shape {shape:?}")));
     }
     let c = get_array_module(obj.py())?.call_method1("ascontiguousarray", (a,))?;
     c.call_method0("tobytes")?.extract()

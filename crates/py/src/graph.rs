@@ -14,7 +14,7 @@ use solidgraph_engine::{bfs, cdlp, kcore, lcc, mis, pagerank, sssp, wcc};
 use solidgraph_store::{Direction, OpenOptions, RowAdmission, Store};
 
 use crate::convert::{int64_array, row_bytes, typed_vec, u64_vec};
-use crate::err;
+use crate::errors::{err, invalid};
 use crate::loader::SampleLoader;
 use crate::progress::{ProgressArg, Reporter};
 use crate::sample::{PySample, rows_array, to_py};
@@ -49,7 +49,7 @@ impl StoreSlot {
             // The parent keeps the writer lock; a child reads.
             let opts = OpenOptions { writable: false, ..self.opts.clone() };
             let fresh = Arc::new(Store::open(&self.path, &opts)?);
-            std::mem::forget(std::mem::replace(&mut cur.1, Some(fresh)));
+            std::mem::forget(cur.1.replace(fresh));
             cur.0 = pid;
         }
         cur.1.clone().ok_or_else(|| Invalid(if self.snapshot { "this snapshot was released (its `with` block ended)" } else { "this graph was closed" }.into()))
@@ -74,10 +74,10 @@ pub struct Graph {
     slot: Arc<StoreSlot>,
 }
 
-/// A vertex id argument: negative ids are SolidGraphError, like ids past
-/// the end, not Python's OverflowError.
+/// A vertex id argument: negative ids are InvalidArgumentError, like ids
+/// past the end, not Python's OverflowError.
 fn vertex_id(v: i64, what: &str) -> PyResult<u64> {
-    u64::try_from(v).map_err(|_| err(format!("{what} {v} is not a vertex id (ids are >= 0)")))
+    u64::try_from(v).map_err(|_| invalid(format!("{what} {v} is not a vertex id (ids are >= 0)")))
 }
 
 /// User ids to the store's (a store imported with `order="degree"`
@@ -90,6 +90,10 @@ fn internal(store: &Store, mut ids: Vec<u64>) -> PyResult<Vec<u64>> {
 fn parse_direction(s: &str) -> PyResult<Direction> {
     s.parse().map_err(err)
 }
+
+// `Graph.sample_loader`'s `lookahead` default, written out in its signature
+// and in the stub, is the engine's: a change there fails to compile here.
+const _: () = assert!(DEFAULT_LOOKAHEAD == 32, "update sample_loader's signature and _native.pyi");
 
 /// `seed=None`: a fresh seed from os.urandom for every call.
 pub fn seed_or_random(py: Python<'_>, seed: Option<u64>) -> PyResult<u64> {
@@ -119,12 +123,12 @@ fn names(obj: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
     if let Ok(s) = obj.extract::<String>() {
         return Ok(vec![s]);
     }
-    obj.try_iter()?.map(|x| x?.extract::<String>()).collect::<PyResult<_>>().map_err(|_| err("tensors must be a tensor name or a sequence of names"))
+    obj.try_iter()?.map(|x| x?.extract::<String>()).collect::<PyResult<_>>().map_err(|_| invalid("tensors must be a tensor name or a sequence of names"))
 }
 
 /// Fanouts from a sequence of ints.
 fn fanouts(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
-    obj.extract::<Vec<i64>>().map_err(|_| err("fanouts must be a sequence of ints (-1: all neighbors)"))
+    obj.extract::<Vec<i64>>().map_err(|_| invalid("fanouts must be a sequence of ints (-1: all neighbors)"))
 }
 
 impl Graph {
@@ -278,7 +282,7 @@ impl Graph {
     }
 
     /// Reads every page and checks checksums and invariants; raises
-    /// SolidGraphError naming the first bad page.
+    /// CorruptionError naming the first bad page.
     fn verify<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let store = self.store()?;
         let r = py.allow_threads(|| store.verify(&mut |_, _| {})).map_err(err)?;
@@ -324,7 +328,9 @@ impl Graph {
     /// Batch i is sampled with a seed derived from (seed, i). Sampling runs
     /// `lookahead` batches ahead of the feature gather so the row cache
     /// keeps the rows they will ask for.
-    #[pyo3(signature = (batches, fanouts, replace=false, weighted=false, direction="in", seed=None, tensors=None, workers=2, prefetch=4, max_fanout=10000, lookahead=DEFAULT_LOOKAHEAD))]
+    // `lookahead` is the literal so Python sees its value (pyo3 shows a
+    // constant default as "..."); an assertion above keeps it the engine's.
+    #[pyo3(signature = (batches, fanouts, replace=false, weighted=false, direction="in", seed=None, tensors=None, workers=2, prefetch=4, max_fanout=10000, lookahead=32))]
     #[allow(clippy::too_many_arguments)]
     fn sample_loader(
         &self,
@@ -605,7 +611,7 @@ impl Graph {
     }
 
     /// Releases the store (a snapshot's pinned pages, a writer's lock);
-    /// later calls raise SolidGraphError. Loaders made from it keep their
+    /// later calls raise InvalidArgumentError. Loaders made from it keep their
     /// own handle.
     fn close(&self) {
         self.slot.close();
@@ -657,7 +663,7 @@ pub fn open(py: Python<'_>, path: PathBuf, cache_bytes: u64, writable: bool, del
         "seen" => RowAdmission::Seen,
         "hot" => RowAdmission::Hot,
         "all" => RowAdmission::All,
-        other => return Err(err(format!("row_admission must be \"seen\", \"hot\" or \"all\", not {other:?}"))),
+        other => return Err(invalid(format!("row_admission must be \"seen\", \"hot\" or \"all\", not {other:?}"))),
     };
     let opts = OpenOptions { cache_bytes, writable, delta_budget, row_cache_bytes, row_admission, ..Default::default() };
     let store = py.allow_threads(|| Store::open(&path, &opts)).map_err(err)?;

@@ -7,12 +7,11 @@ use std::path::PathBuf;
 use numpy::{AllowTypeChange, PyArray1, PyArrayLike1, PyArrayMethods, PyUntypedArrayMethods, get_array_module};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use pyo3::exceptions::PyValueError;
 use solidgraph_store::order::VertexOrder;
 use solidgraph_store::{DType, EdgeInput, ImportOptions, TensorData, TensorInput, import};
 
 use crate::convert::{as_array, u64_vec};
-use crate::err;
+use crate::errors::{err, invalid};
 use crate::progress::{ProgressArg, Reporter};
 
 fn f32_vec(obj: &Bound<'_, PyAny>) -> PyResult<Vec<f32>> {
@@ -21,7 +20,7 @@ fn f32_vec(obj: &Bound<'_, PyAny>) -> PyResult<Vec<f32>> {
 }
 
 fn u32_vec(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u32>> {
-    u64_vec(obj, what)?.into_iter().map(|x| u32::try_from(x).map_err(|_| err(format!("{what} must fit in 32 bits, not {x}")))).collect()
+    u64_vec(obj, what)?.into_iter().map(|x| u32::try_from(x).map_err(|_| invalid(format!("{what} must fit in 32 bits, not {x}")))).collect()
 }
 
 fn memory_edges(src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, weights: Option<&Bound<'_, PyAny>>, labels: Option<&Bound<'_, PyAny>>) -> PyResult<EdgeInput> {
@@ -47,7 +46,7 @@ fn edge_files(edges: &Bound<'_, PyAny>) -> Option<EdgeInput> {
 fn edge_input(edges: &Bound<'_, PyAny>, weights: Option<&Bound<'_, PyAny>>, labels: Option<&Bound<'_, PyAny>>) -> PyResult<EdgeInput> {
     if let Some(files) = edge_files(edges) {
         if weights.is_some() || labels.is_some() {
-            return Err(err("edge_weights and edge_labels go with edges given as arrays; files carry their own columns"));
+            return Err(invalid("edge_weights and edge_labels go with edges given as arrays; files carry their own columns"));
         }
         return Ok(files);
     }
@@ -55,16 +54,16 @@ fn edge_input(edges: &Bound<'_, PyAny>, weights: Option<&Bound<'_, PyAny>>, labe
         let items: Vec<Bound<'_, PyAny>> = t.iter().collect();
         return match &items[..] {
             [s, d] => memory_edges(s, d, weights, labels),
-            [_, _, _] if weights.is_some() => Err(err("weights given twice: in the edges tuple and as edge_weights")),
+            [_, _, _] if weights.is_some() => Err(invalid("weights given twice: in the edges tuple and as edge_weights")),
             [s, d, w] => memory_edges(s, d, Some(w), labels),
-            other => Err(err(format!("an edges tuple is (src, dst) or (src, dst, weights), not {} items", other.len()))),
+            other => Err(invalid(format!("an edges tuple is (src, dst) or (src, dst, weights), not {} items", other.len()))),
         };
     }
     let a = as_array(edges)?;
     if a.ndim() == 2 && a.shape()[0] == 2 {
         return memory_edges(&a.get_item(0)?, &a.get_item(1)?, weights, labels);
     }
-    Err(err(format!(
+    Err(invalid(format!(
         "edges must be a path, a pair of .npy paths, a (2, E) integer array or a (src, dst[, weights]) tuple of arrays; got an array of shape {:?}",
         a.shape()
     )))
@@ -74,17 +73,17 @@ fn tensor_input(name: String, v: &Bound<'_, PyAny>) -> PyResult<TensorInput> {
     let py = v.py();
     let np = get_array_module(py)?;
     if !v.is_instance(&np.getattr("ndarray")?)? {
-        let p: PathBuf = v.extract().map_err(|_| err(format!("tensor {name:?} must be a numpy array or a .npy path")))?;
+        let p: PathBuf = v.extract().map_err(|_| invalid(format!("tensor {name:?} must be a numpy array or a .npy path")))?;
         return Ok(TensorInput { name, data: TensorData::Npy(p) });
     }
     let descr: String = v.getattr("dtype")?.getattr("str")?.extract()?;
     let dtype = DType::parse(&descr)
-        .ok_or_else(|| err(format!("tensor {name:?}: dtype {descr} is not one of float32, float16, int64, int32, uint8, bool (little-endian)")))?;
+        .ok_or_else(|| invalid(format!("tensor {name:?}: dtype {descr} is not one of float32, float16, int64, int32, uint8, bool (little-endian)")))?;
     let shape: Vec<u64> = v.getattr("shape")?.extract()?;
     let (rows, dim) = match shape[..] {
         [n] => (n, 1),
         [n, d] => (n, d),
-        _ => return Err(err(format!("tensor {name:?} must be 1-D or 2-D, not shape {shape:?}"))),
+        _ => return Err(invalid(format!("tensor {name:?} must be 1-D or 2-D, not shape {shape:?}"))),
     };
     // The store takes the rows as bytes: view the (C-ordered) array as
     // uint8 and copy once.
@@ -135,7 +134,7 @@ pub fn import_graph<'py>(
     members: usize,
     progress: ProgressArg<'py>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let order = VertexOrder::parse(order).ok_or_else(|| PyValueError::new_err(format!("order {order:?} must be \"input\" or \"degree\"")))?;
+    let order = VertexOrder::parse(order).ok_or_else(|| invalid(format!("order {order:?} must be \"input\" or \"degree\"")))?;
     let edges = edge_input(edges, edge_weights, edge_labels)?;
     // Weights or labels handed over as arrays are meant to be kept.
     let (weights, labels) = match &edges {

@@ -1,22 +1,17 @@
 //! PyO3 glue only: numpy in and out, the GIL released around engine work.
 
 mod convert;
+mod errors;
 mod graph;
 mod import;
 mod loader;
 mod progress;
 mod sample;
 
-use pyo3::create_exception;
-use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-create_exception!(_native, SolidGraphError, PyException, "An error from the SolidGraph engine.");
-
-fn err<E: std::fmt::Display>(e: E) -> PyErr {
-    SolidGraphError::new_err(e.to_string())
-}
+use errors::err;
 
 /// Runs the I/O benchmark (same as `solidgraph bench io`) and returns a dict
 /// with iops, mib_s, p50_us, p99_us and backend.
@@ -64,7 +59,7 @@ fn bench_io<'py>(
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("SolidGraphError", m.py().get_type::<SolidGraphError>())?;
+    errors::add_to(m)?;
     m.add_function(wrap_pyfunction!(bench_io, m)?)?;
     m.add_function(wrap_pyfunction!(import::import_graph, m)?)?;
     m.add_function(wrap_pyfunction!(graph::open, m)?)?;

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use solidgraph_engine::loader::Prefetcher;
 
-use crate::err;
+use crate::errors::err;
 use crate::sample::{PySample, to_py};
 
 /// Iterator over the sampled mini-batches of one epoch, in order (made by

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
-use crate::err;
+use crate::errors::invalid;
 
 /// `progress=`: a flag, or a callable taking (phase, done, total).
 #[derive(FromPyObject)]
@@ -47,7 +47,7 @@ impl Reporter {
             ProgressArg::Flag(false) => None,
             ProgressArg::Flag(true) => Some(Sink::Stderr(py.import("sys")?.getattr("stderr")?.getattr("write")?.unbind())),
             ProgressArg::Call(f) if f.is_callable() => Some(Sink::Call(f.unbind())),
-            ProgressArg::Call(_) => return Err(err("progress must be a bool or a callable taking (phase, done, total)")),
+            ProgressArg::Call(_) => return Err(invalid("progress must be a bool or a callable taking (phase, done, total)")),
         };
         Ok(Reporter { sink, what, last: Mutex::new(None) })
     }
