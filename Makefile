@@ -7,13 +7,13 @@ PIP       := $(VENV)/bin/pip
 CARGO     ?= cargo
 BIN       := target/release/solidgraph
 DEMO_DIR  ?= demo-data
-PIP_DEPS  := maturin pytest numpy networkx
+PIP_DEPS  := maturin pytest numpy networkx mypy
 # The GNN extras (solidgraph[torch]) and scipy for the tests' statistics;
 # `make test` tests the PyTorch/PyG integration for real. PyPI's torch wheels
 # pull CUDA libraries: ~100 s and ~5 GB, once (stamp file).
 TORCH_DEPS := torch torch_geometric scipy
 
-.PHONY: test demo build develop venv venv-torch apt-fio clean
+.PHONY: test demo build develop stubtest venv venv-torch apt-fio clean
 
 $(VENV)/.ready:
 	python3 -m venv $(VENV)
@@ -39,6 +39,13 @@ build:
 develop: venv
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
 	  $(VENV)/bin/maturin develop --release -q
+
+# Checks python/solidgraph/_native.pyi against the built module (names,
+# signatures, defaults, classes). A venv made before mypy joined PIP_DEPS
+# gets it here.
+stubtest: develop
+	@$(PY) -c "import mypy" 2>/dev/null || $(PIP) install -q mypy
+	$(PY) -m mypy.stubtest solidgraph._native
 
 test: venv venv-torch build develop
 	$(CARGO) test --workspace --exclude solidgraph-py --release
