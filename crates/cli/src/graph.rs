@@ -6,7 +6,7 @@ use clap::Args;
 use solidgraph_store::order::VertexOrder;
 use solidgraph_store::{Direction, EdgeInput, ImportOptions, OpenOptions, Store, TensorData, TensorInput, import};
 
-use crate::util::{CliResult, parse_size, progress_bar};
+use crate::util::{CliResult, parse_order, parse_size, progress_bar};
 
 #[derive(Args)]
 pub struct ImportArgs {
@@ -73,10 +73,6 @@ pub struct ImportArgs {
     /// Print the import report as JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-pub(crate) fn parse_order(s: &str) -> Result<VertexOrder, String> {
-    VertexOrder::parse(s).ok_or_else(|| format!("{s:?} is not an order: input or degree"))
 }
 
 fn parse_tensor(spec: &str) -> CliResult<TensorInput> {

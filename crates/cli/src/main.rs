@@ -1,12 +1,12 @@
-//! `solidgraph`: one binary for import, inspection, queries and benchmarks.
+//! `solidgraph`: one binary for import, inspection, updates and queries.
+//! Benchmarks are the separate `solidgraph-bench` binary (crates/bench).
 
 mod apply;
-mod bench;
 mod graph;
 mod run;
-mod util;
 
 use clap::{Parser, Subcommand};
+use solidgraph_cli::util;
 
 #[derive(Parser)]
 #[command(name = "solidgraph", version, about = "A graph engine native to solid-state storage")]
@@ -31,9 +31,6 @@ enum Cmd {
     Merge(apply::MergeArgs),
     /// Runs an analytics algorithm; prints `vertex value` lines (LDBC Graphalytics format).
     Run(run::RunArgs),
-    /// Benchmarks that compare SolidGraph with baselines in the same run.
-    #[command(subcommand)]
-    Bench(bench::BenchCmd),
 }
 
 fn main() {
@@ -47,7 +44,6 @@ fn main() {
         Cmd::Run(a) => run::run_cmd(a),
         Cmd::Apply(a) => apply::apply_cmd(a),
         Cmd::Merge(a) => apply::merge_cmd(a),
-        Cmd::Bench(b) => bench::run(b),
     };
     if let Err(e) = res {
         eprintln!("error: {e}");

@@ -1,6 +1,9 @@
-//! Small helpers shared by the subcommands.
+//! Small helpers shared by the subcommands of `solidgraph` and
+//! `solidgraph-bench`.
 
 use std::error::Error;
+
+use solidgraph_store::order::VertexOrder;
 
 pub type CliResult<T = ()> = Result<T, Box<dyn Error + Send + Sync>>;
 
@@ -19,6 +22,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         u => return Err(format!("unknown size unit {u:?} in {s:?}")),
     };
     Ok((n * mult as f64) as u64)
+}
+
+/// Parses a vertex order as `import --order` spells it.
+pub fn parse_order(s: &str) -> Result<VertexOrder, String> {
+    VertexOrder::parse(s).ok_or_else(|| format!("{s:?} is not an order: input or degree"))
 }
 
 pub fn progress_bar(total: u64, what: &str) -> indicatif::ProgressBar {

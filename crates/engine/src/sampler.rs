@@ -61,16 +61,22 @@ pub struct Sample {
     pub tensors: Vec<Rows>,
 }
 
-/// The generator of one (seed, hop, vertex) draw, `v` the user's id
-/// (public so that baselines can reproduce the sampler exactly).
+/// The generator of one (seed, hop, vertex) draw, `v` the user's id.
+///
+/// With [`choose`], this is the draw a sample makes, public so that peers
+/// can reproduce it: picking `choose(&mut rng_for(seed, hop, v), ...)`
+/// positions in `v`'s list, in the store's order, selects the neighbors
+/// [`sample_neighbors`] selects for `v` at that hop. solidgraph-bench's
+/// sampler over CSR draws this way and checks its batches against ours.
 pub fn rng_for(seed: u64, hop: u64, v: u64) -> Xoshiro256PlusPlus {
     let mut z = seed ^ hop.wrapping_mul(0xD1B5_4A32_D192_ED03) ^ v.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     Xoshiro256PlusPlus::seed_from_u64(z ^ (z >> 31))
 }
 
-/// Picks positions in a list of `d` edges; `w` holds their weights when
-/// sampling by weight.
+/// Picks `k` positions ([`ALL`]: every one) in a list of `d` edges; `w`
+/// holds their weights when sampling by weight. The other half of the draw
+/// a sample makes (see [`rng_for`]).
 pub fn choose(rng: &mut Xoshiro256PlusPlus, d: usize, k: i64, replace: bool, w: Option<&[f32]>, out: &mut Vec<usize>) {
     out.clear();
     if d == 0 {

@@ -1,7 +1,11 @@
-//! The I/O benchmark behind `solidgraph bench io` and
-//! `solidgraph.bench_io`: one submitting thread drives a volume with batches
-//! of random or sequential block I/Os and reports IOPS, bandwidth and
-//! per-I/O latency from the volume's own counters.
+//! The I/O benchmark behind `solidgraph-bench io` and the Python
+//! package's `solidgraph.bench_io`: one submitting thread drives a volume
+//! with batches of random or sequential block I/Os and reports IOPS,
+//! bandwidth and per-I/O latency from the volume's own counters.
+//!
+//! It lives here, not in the solidgraph-bench crate, because the Python
+//! package exposes it to users to size a device, and it needs nothing but
+//! the volume.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

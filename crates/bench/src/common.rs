@@ -1,4 +1,4 @@
-//! Pieces shared by the `solidgraph bench` comparisons (neighbors,
+//! Pieces shared by the `solidgraph-bench` comparisons (neighbors,
 //! analytics, sampling): the Kronecker work directory (params.json, edge
 //! file, store, CSR baseline files), cold caches, one cgroup v1 memory
 //! limit per contender process, worker re-exec with a time cap, and the
@@ -18,7 +18,7 @@ use solidgraph_store::order::VertexOrder;
 use solidgraph_store::{Csr, Direction, EdgeInput, ImportOptions, OpenOptions, Store, StoreError, TensorInput};
 
 use super::kron::Kronecker;
-use crate::util::CliResult;
+use solidgraph_cli::util::CliResult;
 
 /// Unit of "pages read" for every contender, whatever its own page size.
 pub(crate) const PAGE: u64 = 4096;
@@ -702,7 +702,7 @@ pub(crate) fn draw_ids(l: &Layout, meta: CsrMeta, seed: u64, total: usize, nonis
     Ok(out)
 }
 
-/// `solidgraph bench io` on a file in the bench directory, in this run:
+/// `solidgraph-bench io` on a file in the bench directory, in this run:
 /// the device's reference numbers (sequential MiB/s, random IOPS).
 pub(crate) fn device_io(dir: &Path, pattern: &str, block: usize, depth: usize, seconds: f64, backend: &Option<String>) -> CliResult<solidgraph_io::bench::IoBenchResult> {
     use solidgraph_io::bench::{IoBenchConfig, Pattern};

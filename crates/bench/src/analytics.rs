@@ -1,4 +1,4 @@
-//! `solidgraph bench analytics`: BFS, WCC, PageRank and k-core out of core,
+//! `solidgraph-bench analytics`: BFS, WCC, PageRank and k-core out of core,
 //! SolidGraph's engine against the same algorithms over plain CSR in mmap
 //! (default advice and MADV_RANDOM) under the same memory limit, and against
 //! SolidGraph with the whole store cached (the in-memory speed of our code).
@@ -22,7 +22,7 @@ use solidgraph_store::{OpenOptions, Store};
 
 use super::common::*;
 use super::kron::Kronecker;
-use crate::util::{CliResult, parse_size};
+use solidgraph_cli::util::{CliResult, parse_size};
 use solidgraph_store::order::VertexOrder;
 
 /// Smallest page cache SolidGraph gets when state eats the budget.
@@ -48,7 +48,7 @@ pub struct AnalyticsArgs {
     /// The store's vertex order (`import --order`); the CSR baselines keep
     /// the generator's ids either way. At scale 24, degree order read 0.67x
     /// the bytes of input order per PageRank iteration.
-    #[arg(long, default_value = "degree", value_parser = crate::graph::parse_order)]
+    #[arg(long, default_value = "degree", value_parser = solidgraph_cli::util::parse_order)]
     order: VertexOrder,
     /// Import the store with lower lists (`import --lower-lists`: every
     /// edge once more, in half the bytes), which PageRank and WCC read.
@@ -266,7 +266,7 @@ pub fn run(a: AnalyticsArgs) -> CliResult {
                     Contender::Cached => g.store_bytes + (64 << 20),
                     _ => 0,
                 };
-                let mut args: Vec<OsString> = ["bench", "analytics-worker", "--contender", c.name(), "--algo", algo.name(), "--dir"].map(OsString::from).to_vec();
+                let mut args: Vec<OsString> = ["analytics-worker", "--contender", c.name(), "--algo", algo.name(), "--dir"].map(OsString::from).to_vec();
                 args.push(g.l.dir.clone().into());
                 args.push("--out".into());
                 args.push(out.clone().into());
@@ -578,7 +578,7 @@ impl Report<'_> {
     }
 }
 
-/// Entry of the hidden `bench analytics-worker` subcommand: one algorithm
+/// Entry of the hidden `analytics-worker` subcommand: one algorithm
 /// on one contender, timed, result written to `--out`.
 pub fn worker(a: AnalyticsWorkerArgs) -> CliResult {
     join_cgroup(&a.cgroup)?;

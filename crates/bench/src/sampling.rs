@@ -1,4 +1,4 @@
-//! `solidgraph bench sampling`: GraphSAGE mini-batches (fanouts [25, 10],
+//! `solidgraph-bench sampling`: GraphSAGE mini-batches (fanouts [25, 10],
 //! batch 1024 seeds, features gathered) from SolidGraph out of core against
 //! the very same sampler (same generators, same draws) over CSR + a feature
 //! `.npy` in mmap, default and MADV_RANDOM, under one memory limit, and
@@ -25,7 +25,7 @@ use solidgraph_store::{Direction, OpenOptions, RowAdmission, Store, TensorData, 
 use super::common::*;
 use super::kron::Kronecker;
 use solidgraph_store::order::VertexOrder;
-use crate::util::{CliResult, parse_size};
+use solidgraph_cli::util::{CliResult, parse_size};
 
 #[derive(Args)]
 pub struct SamplingArgs {
@@ -50,7 +50,7 @@ pub struct SamplingArgs {
     /// The store's vertex order (`import --order`). The mmap baselines keep
     /// the generator's ids and features; their CSR rows list neighbors in
     /// the store's order, so they draw the same samples.
-    #[arg(long, default_value = "degree", value_parser = crate::graph::parse_order)]
+    #[arg(long, default_value = "degree", value_parser = solidgraph_cli::util::parse_order)]
     order: VertexOrder,
     /// Mini-batches measured per contender.
     #[arg(long, default_value_t = 20)]
@@ -441,7 +441,7 @@ pub fn run(a: SamplingArgs) -> CliResult {
                 Contender::Cached => g.store_bytes + (64 << 20),
                 _ => cache_bytes - rows,
             };
-            let mut args: Vec<OsString> = ["bench", "sampling-worker", "--contender", c.name(), "--dir"].map(OsString::from).to_vec();
+            let mut args: Vec<OsString> = ["sampling-worker", "--contender", c.name(), "--dir"].map(OsString::from).to_vec();
             args.push(g.l.dir.clone().into());
             args.push("--batch-file".into());
             args.push(bf.into());
@@ -847,7 +847,7 @@ impl MmapSampler {
     }
 }
 
-/// Entry of the hidden `bench sampling-worker` subcommand.
+/// Entry of the hidden `sampling-worker` subcommand.
 pub fn worker(a: SamplingWorkerArgs) -> CliResult {
     join_cgroup(&a.cgroup)?;
     let raw = std::fs::read(&a.batch_file).map_err(file_err(&a.batch_file))?;

@@ -1,51 +1,12 @@
-//! `solidgraph bench ...`: measurements that put SolidGraph and a baseline
-//! side by side in one run.
+//! `solidgraph-bench io`: raw volume I/O of one submitting thread, the
+//! benchmark `solidgraph_io::bench` runs, with its arguments and report.
 
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
+use clap::Args;
+use solidgraph_cli::util::{CliResult, parse_size, progress_bar};
 use solidgraph_io::BackendKind;
 use solidgraph_io::bench::{Dist, IoBenchConfig, Pattern};
-
-use crate::util::{CliResult, parse_size, progress_bar};
-
-#[path = "bench_common.rs"]
-mod common;
-#[path = "kron.rs"]
-mod kron;
-#[path = "bench_neighbors.rs"]
-mod neighbors;
-#[path = "bench_analytics.rs"]
-mod analytics;
-#[path = "bench_sampling.rs"]
-mod sampling;
-
-#[derive(Subcommand)]
-pub enum BenchCmd {
-    /// Raw volume I/O: IOPS, bandwidth and latency of one submitting thread.
-    Io(IoArgs),
-    /// Batched neighbor reads of random vertices: SolidGraph against the
-    /// same graph as CSR files (mmap, and our I/O engine) under one memory
-    /// budget, caches cold.
-    Neighbors(neighbors::NeighborsArgs),
-    /// One contender of `bench neighbors` in its own process (internal).
-    #[command(hide = true)]
-    NeighborsWorker(neighbors::WorkerArgs),
-    /// Out-of-core BFS, WCC, PageRank and k-core: SolidGraph's engine
-    /// against the same algorithms over CSR in mmap under one memory limit,
-    /// and against SolidGraph with the whole store cached.
-    Analytics(analytics::AnalyticsArgs),
-    /// One run of `bench analytics` in its own process (internal).
-    #[command(hide = true)]
-    AnalyticsWorker(analytics::AnalyticsWorkerArgs),
-    /// GraphSAGE sampling ([25, 10], batch 1024) with feature gather:
-    /// SolidGraph against the same sampler over CSR + features in mmap, and
-    /// against the whole store cached; feature gather alone; device IOPS.
-    Sampling(sampling::SamplingArgs),
-    /// One contender of `bench sampling` in its own process (internal).
-    #[command(hide = true)]
-    SamplingWorker(sampling::SamplingWorkerArgs),
-}
 
 #[derive(Args)]
 pub struct IoArgs {
@@ -86,18 +47,6 @@ pub struct IoArgs {
     json: bool,
 }
 
-pub fn run(cmd: BenchCmd) -> CliResult {
-    match cmd {
-        BenchCmd::Io(a) => bench_io(a),
-        BenchCmd::Neighbors(a) => neighbors::run(a),
-        BenchCmd::NeighborsWorker(a) => neighbors::worker(a),
-        BenchCmd::Analytics(a) => analytics::run(a),
-        BenchCmd::AnalyticsWorker(a) => analytics::worker(a),
-        BenchCmd::Sampling(a) => sampling::run(a),
-        BenchCmd::SamplingWorker(a) => sampling::worker(a),
-    }
-}
-
 fn member_paths(path: &str, members: usize) -> Vec<PathBuf> {
     if path.contains(',') {
         return path.split(',').map(PathBuf::from).collect();
@@ -108,7 +57,7 @@ fn member_paths(path: &str, members: usize) -> Vec<PathBuf> {
     (0..members).map(|i| PathBuf::from(format!("{path}.{i}"))).collect()
 }
 
-fn bench_io(a: IoArgs) -> CliResult {
+pub(crate) fn run(a: IoArgs) -> CliResult {
     let backend = a.backend.as_deref().map(str::parse::<BackendKind>).transpose()?;
     let dist = a.dist.parse::<Dist>()?;
     let cfg = IoBenchConfig {

@@ -1,4 +1,4 @@
-//! `solidgraph bench neighbors`: batched neighbor reads of random vertices,
+//! `solidgraph-bench neighbors`: batched neighbor reads of random vertices,
 //! SolidGraph against the same graph as plain CSR files, in one run, under
 //! one memory budget, with cold caches.
 //!
@@ -26,7 +26,7 @@ use solidgraph_store::{Csr, Direction, OpenOptions, Store};
 use super::common::*;
 use super::kron::Kronecker;
 use solidgraph_store::order::VertexOrder;
-use crate::util::{CliResult, parse_size};
+use solidgraph_cli::util::{CliResult, parse_size};
 
 #[derive(Args)]
 pub struct NeighborsArgs {
@@ -128,7 +128,7 @@ impl Contender {
     }
 }
 
-/// Arguments of the hidden `bench neighbors-worker`: one contender, one
+/// Arguments of the hidden `neighbors-worker`: one contender, one
 /// process, one JSON line on stdout.
 #[derive(Args)]
 pub struct WorkerArgs {
@@ -307,7 +307,7 @@ impl Measured {
 }
 
 fn spawn_worker(a: &NeighborsArgs, l: &Layout, c: Contender, cache_bytes: u64, cg: Option<&Cgroup>) -> CliResult<WorkerReport> {
-    let mut args: Vec<OsString> = ["bench", "neighbors-worker", "--contender", c.name(), "--dir"].map(OsString::from).to_vec();
+    let mut args: Vec<OsString> = ["neighbors-worker", "--contender", c.name(), "--dir"].map(OsString::from).to_vec();
     args.push(l.dir.clone().into());
     args.push("--batch-file".into());
     args.push(l.batch_file().into());
@@ -325,7 +325,7 @@ fn spawn_worker(a: &NeighborsArgs, l: &Layout, c: Contender, cache_bytes: u64, c
     }
 }
 
-/// Entry of the hidden `bench neighbors-worker` subcommand.
+/// Entry of the hidden `neighbors-worker` subcommand.
 pub fn worker(a: WorkerArgs) -> CliResult {
     // Join before opening anything, so all our memory is charged there.
     join_cgroup(&a.cgroup)?;
