@@ -33,7 +33,7 @@ apt-fio:
 	@command -v fio >/dev/null || (apt-get install -y -q fio >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q fio >/dev/null))
 
 build:
-	$(CARGO) build --release -p solidgraph-cli
+	$(CARGO) build --release -p solidgraph-cli -p solidgraph-bench
 
 # Builds the Python extension into the venv (release: tests run real I/O).
 develop: venv

@@ -1,6 +1,6 @@
 """Shared helpers for benchmarks/io_compare.py and benchmarks/io_drives.py.
 
-Standard library only. Runs fio and `solidgraph bench io --json` with the
+Standard library only. Runs fio and `solidgraph-bench io --json` with the
 same parameters and reads back comparable figures: IOPS, MiB/s and total
 per-I/O latency percentiles (submission to completion).
 """
@@ -19,15 +19,15 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def solidgraph_bin():
-    """SOLIDGRAPH_BIN, else target/release/solidgraph (built when missing)."""
-    b = os.environ.get("SOLIDGRAPH_BIN")
+def bench_bin():
+    """SOLIDGRAPH_BENCH_BIN, else target/release/solidgraph-bench (built when missing)."""
+    b = os.environ.get("SOLIDGRAPH_BENCH_BIN")
     if b:
         return b
-    b = os.path.join(REPO, "target", "release", "solidgraph")
+    b = os.path.join(REPO, "target", "release", "solidgraph-bench")
     if not os.path.exists(b):
-        log("building target/release/solidgraph ...")
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "solidgraph-cli"], cwd=REPO, check=True)
+        log("building target/release/solidgraph-bench ...")
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "solidgraph-bench"], cwd=REPO, check=True)
     return b
 
 
@@ -107,7 +107,7 @@ def fio_run(filenames, rw, bs, depth, seconds, size=None, engine="io_uring", dis
 
 def ours_run(paths, pattern, block, depth, seconds, size, backend=None, dist=None, stripe=None):
     cmd = [
-        solidgraph_bin(), "bench", "io",
+        bench_bin(), "io",
         "--path", ",".join(paths),
         "--pattern", pattern,
         "--block", str(block),
@@ -124,7 +124,7 @@ def ours_run(paths, pattern, block, depth, seconds, size, backend=None, dist=Non
         cmd += ["--stripe", str(stripe)]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
-        raise RuntimeError(f"solidgraph bench io failed ({' '.join(cmd)}):\n{out.stderr.strip()}")
+        raise RuntimeError(f"solidgraph-bench io failed ({' '.join(cmd)}):\n{out.stderr.strip()}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -11,14 +11,10 @@
 #   benchmarks/analytics.sh --quick          # scale 18, < 1 minute (make demo)
 #   benchmarks/analytics.sh --rounds 3 --json
 #
-# Other arguments go to `solidgraph bench analytics` (see --help there).
+# Other arguments go to `solidgraph-bench analytics` (see --help there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${SOLIDGRAPH_BIN:-}
-if [ -z "$BIN" ]; then
-  cargo build --release -q -p solidgraph-cli
-  BIN=target/release/solidgraph
-fi
+. benchmarks/_bench_bin.sh
 args=()
 for a in "$@"; do
   if [ "$a" = "--quick" ]; then
@@ -27,4 +23,4 @@ for a in "$@"; do
     args+=("$a")
   fi
 done
-exec "$BIN" bench analytics "${args[@]}"
+exec "$BENCH_BIN" analytics "${args[@]}"

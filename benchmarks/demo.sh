@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p demo-data
-export SOLIDGRAPH_BIN="$PWD/target/release/solidgraph"
+export SOLIDGRAPH_BENCH_BIN="$PWD/target/release/solidgraph-bench"
 
 echo "== 1/3 raw I/O: our volume engine vs fio on one file"
 benchmarks/io.sh --quick --file demo-data/io.dat --size 1GiB

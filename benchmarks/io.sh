@@ -3,7 +3,7 @@
 #
 #   benchmarks/io.sh [--file PATH] [--seconds S] [--rounds N] [--quick] [--strict] [--json OUT]
 #
-# Runs fio and `solidgraph bench io --json` alternately (N rounds each) and
+# Runs fio and `solidgraph-bench io --json` alternately (N rounds each) and
 # prints one table: medians of the values, and the median of the per-round
 # ratios (each round's runs are neighbours in time), with the bars:
 #   randread 4 KiB qd64: ours io_uring >= 95% of fio io_uring (IOPS)
@@ -13,8 +13,9 @@
 # Defaults: --file /work/bench/io.dat (or $IO_BENCH_FILE; created and filled
 # with --size, default 4GiB, when missing), --seconds 6, --rounds 5.
 # --quick is --seconds 5 --rounds 1 (about 40 s, for `make demo`).
-# Installs fio with apt-get when missing; builds target/release/solidgraph
-# when missing (or set SOLIDGRAPH_BIN). Extra options: see io_compare.py -h.
+# Installs fio with apt-get when missing; builds
+# target/release/solidgraph-bench when missing (or set SOLIDGRAPH_BENCH_BIN).
+# Extra options: see io_compare.py -h.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 args=()

@@ -2,7 +2,7 @@
 """SolidGraph's volume I/O against fio on one file, same parameters.
 
 Called by benchmarks/io.sh (see there for usage). Every round runs each case's
-fio job and our `solidgraph bench io` back to back, alternating which goes
+fio job and our `solidgraph-bench io` back to back, alternating which goes
 first, and the table reports the medians over the rounds. Standard library
 only.
 
@@ -38,11 +38,11 @@ def main():
     a = ap.parse_args()
 
     B.need_fio()
-    binary = B.solidgraph_bin()
+    binary = B.bench_bin()
     path = a.file
     if not os.path.exists(path):
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        B.log(f"creating {path} ({a.size}) with solidgraph bench io ...")
+        B.log(f"creating {path} ({a.size}) with solidgraph-bench io ...")
         B.ours_run([path], "randread", 4096, 64, 0.1, B.parse_size(a.size))
     size = os.path.getsize(path)
     size -= size % (256 << 10)  # a volume member is whole stripe rows

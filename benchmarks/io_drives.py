@@ -6,7 +6,7 @@ loop devices with direct I/O over backing files, each throttled by a cgroup
 v1 blkio limit (read and write IOPS per device), moves itself into that
 cgroup (children inherit it) and, for N in --counts, compares
 
-  ours    one thread, `solidgraph bench io` on the striped volume over the N
+  ours    one thread, `solidgraph-bench io` on the striped volume over the N
           devices (depth --depth per member)
   fio1    one fio job with io_uring over the same devices
           (--filename=/dev/loopA:/dev/loopB:..., iodepth depth*N)
@@ -147,7 +147,7 @@ def main():
         print(f"io_drives: skipped (no cgroup v1 blkio throttling at {BLKIO})")
         return
     B.need_fio()
-    binary = B.solidgraph_bin()
+    binary = B.bench_bin()
 
     rig = Rig(a)
 

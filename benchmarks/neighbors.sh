@@ -12,12 +12,8 @@
 #   benchmarks/neighbors.sh --scale 20 --batches 50 --rounds 1 --dir demo-data/neighbors-s20
 #   benchmarks/neighbors.sh --json                # one JSON object
 #
-# Any argument goes to `solidgraph bench neighbors` (see --help there).
+# Any argument goes to `solidgraph-bench neighbors` (see --help there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${SOLIDGRAPH_BIN:-}
-if [ -z "$BIN" ]; then
-  cargo build --release -q -p solidgraph-cli
-  BIN=target/release/solidgraph
-fi
-exec "$BIN" bench neighbors "$@"
+. benchmarks/_bench_bin.sh
+exec "$BENCH_BIN" neighbors "$@"

@@ -14,7 +14,7 @@ store's open warms it:
           `RowAdmission::Hot` does with the store's hot table)
   static  no row is admitted after the warm-up
 
-It counts lookups, not time: run `solidgraph bench sampling --row-cache-share
+It counts lookups, not time: run `solidgraph-bench sampling --row-cache-share
 0.8 --row-admission seen|all|hot` for the store's measured hit rates.
 
     .venv/bin/python benchmarks/row_admission_sim.py --scale 20 --share 0.052

@@ -14,14 +14,10 @@
 #                                            # every contender runs all 60 batches (~20 minutes):
 #                                            # the open's warm-up weighs less, as in an epoch
 #
-# Other arguments go to `solidgraph bench sampling` (see --help there).
+# Other arguments go to `solidgraph-bench sampling` (see --help there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${SOLIDGRAPH_BIN:-}
-if [ -z "$BIN" ]; then
-  cargo build --release -q -p solidgraph-cli
-  BIN=target/release/solidgraph
-fi
+. benchmarks/_bench_bin.sh
 args=()
 for a in "$@"; do
   if [ "$a" = "--quick" ]; then
@@ -30,4 +26,4 @@ for a in "$@"; do
     args+=("$a")
   fi
 done
-exec "$BIN" bench sampling "${args[@]}"
+exec "$BENCH_BIN" sampling "${args[@]}"
