@@ -508,6 +508,45 @@ mod tests {
         }
     }
 
+    /// Issue 34: a row cache far smaller than the rows sampled ahead made
+    /// every eviction scan the upcoming rows. From no row cache to more
+    /// than the working set, the batches are the same, the eviction hand's
+    /// work stays linear (each visit past an eviction's first clears a bit
+    /// that a hit or an announced row set; every announced row is gathered
+    /// once, so announced <= hits + misses), and a cache that holds every
+    /// row misses each row at most once.
+    #[test]
+    fn row_cache_sweep_same_batches_and_linear_eviction_work() {
+        let n = 2000;
+        let b = batches(n, 60);
+        let rows_asked: std::collections::HashSet<u64> = b.iter().flatten().copied().collect();
+        let mut want: Option<Vec<Sample>> = None;
+        for row_cache in [0, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 1 << 20] {
+            let (_d, s) = store_with_rows(n, false, row_cache);
+            s.wait_warm();
+            s.reset_stats();
+            let p = Prefetcher::new(s.clone(), b.clone(), opts(3), cfg(2, 4, 32)).unwrap();
+            let got: Vec<Sample> = p.map(|r| r.unwrap()).collect();
+            match &want {
+                None => want = Some(got),
+                Some(w) => assert_eq!(&got, w, "row cache {row_cache} changed the batches"),
+            }
+            let Some(rc) = s.stats().rows else { continue };
+            assert!(rc.hand_steps <= rc.evictions + 2 * rc.hits + rc.misses, "row cache {row_cache}: the hand scanned: {rc:?}");
+            if row_cache == 1 << 20 {
+                let touched = got_rows(want.as_ref().unwrap());
+                assert!(touched >= rows_asked.len() as u64);
+                assert!(rc.misses <= touched, "a cache holding every row missed some twice: {rc:?}, {touched} rows");
+                assert_eq!(rc.evictions, 0, "{rc:?}");
+            }
+        }
+    }
+
+    /// Distinct vertices whose rows an epoch gathers.
+    fn got_rows(samples: &[Sample]) -> u64 {
+        samples.iter().flat_map(|s| s.node.iter().copied()).collect::<std::collections::HashSet<u64>>().len() as u64
+    }
+
     #[test]
     fn window_bounds_the_work_ahead() {
         for lookahead in [0, 5] {

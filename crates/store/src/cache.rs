@@ -100,12 +100,14 @@ impl Sieve {
     }
 
     /// Evicts one page; false when every page is visited-and-pinned for two
-    /// full sweeps (the budget is then exceeded until pins drop).
-    fn evict_one(&mut self) -> bool {
+    /// full sweeps (the budget is then exceeded until pins drop). Adds the
+    /// entries the hand visited to `walked`.
+    fn evict_one(&mut self, walked: &mut u64) -> bool {
         let mut steps = 2 * self.map.len() + 1;
         let mut h = if self.hand != NIL { self.hand } else { self.tail };
         while h != NIL && steps > 0 {
             steps -= 1;
+            *walked += 1;
             let node = &mut self.nodes[h as usize];
             let pinned = Arc::strong_count(&node.data) > 1;
             if node.visited || pinned {
@@ -138,6 +140,11 @@ pub struct CacheStats {
     /// the cache saved, not of keys asked for.
     pub misses: u64,
     pub evictions: u64,
+    /// Entries the eviction hand visited. Each visit past an eviction's
+    /// first clears a visited bit that a hit (or, in the row cache, an
+    /// announced upcoming row) set, so this stays near `evictions` plus
+    /// those; far more means eviction is scanning.
+    pub hand_steps: u64,
     /// Charged bytes: data plus `ENTRY_OVERHEAD` per entry.
     pub bytes: u64,
     pub budget: u64,
@@ -153,6 +160,7 @@ pub struct PageCache {
     hits: AtomicU64,
     misses: AtomicU64,
     evictions: AtomicU64,
+    hand_steps: AtomicU64,
 }
 
 impl PageCache {
@@ -168,6 +176,7 @@ impl PageCache {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            hand_steps: AtomicU64::new(0),
         }
     }
 
@@ -230,6 +239,7 @@ impl PageCache {
             return;
         }
         let mut s = self.inner.lock().unwrap();
+        let mut walked = 0;
         'insert: for (j, &p) in missing.iter().enumerate() {
             if s.map.contains_key(&p) {
                 continue;
@@ -239,7 +249,7 @@ impl PageCache {
             }
             let d = make(j);
             while s.bytes + charge(d.len()) > budget && !s.map.is_empty() {
-                if !s.evict_one() {
+                if !s.evict_one(&mut walked) {
                     // Everything left is pinned (a batch larger than the
                     // cache): the rest of the batch is not cached, rather
                     // than sweeping the whole cache once per page.
@@ -251,6 +261,7 @@ impl PageCache {
                 s.push_head(p, d);
             }
         }
+        self.hand_steps.fetch_add(walked, Relaxed);
     }
 
     pub fn budget(&self) -> usize {
@@ -262,6 +273,7 @@ impl PageCache {
             hits: self.hits.load(Relaxed),
             misses: self.misses.load(Relaxed),
             evictions: self.evictions.load(Relaxed),
+            hand_steps: self.hand_steps.load(Relaxed),
             bytes: (self.inner.lock().unwrap().bytes + self.door_bytes) as u64,
             budget: self.budget as u64,
         }
@@ -271,6 +283,7 @@ impl PageCache {
         self.hits.store(0, Relaxed);
         self.misses.store(0, Relaxed);
         self.evictions.store(0, Relaxed);
+        self.hand_steps.store(0, Relaxed);
     }
 
     /// Forgets `pages` (their page numbers are about to hold new contents).

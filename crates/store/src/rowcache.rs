@@ -3,24 +3,26 @@
 //! of a tensor has the same size, so each tensor's rows live in one slab of
 //! equal slots, and a lookup copies hits straight into the caller's buffer.
 //!
-//! Why not the page cache: an entry there is an `Arc<[u8]>` of its own, 88
-//! bytes of overhead beside a 512-byte row (its node, map slot, reference
+//! Why not the page cache: an entry there is an `Arc<[u8]>` of its own,
+//! about 90 bytes of overhead beside a row (its node, map slot, reference
 //! counts and allocator header), a malloc and a free per row that enters
 //! and leaves, and an atomic count per hit. Here a row costs its bytes plus
-//! about 40 (slot key, SIEVE links and bit, map slot): the same budget holds
-//! ~8% more rows, which at 5% of a store is ~8% fewer row misses. Lookups
-//! take a read lock (the SIEVE bit is atomic), so sampler threads copy
-//! their hits at the same time; only inserts take the write lock.
+//! about 40 (slot key, SIEVE links and bit, map slot), so the same budget
+//! holds more rows. Lookups take a read lock (the SIEVE bit is atomic), so
+//! sampler threads copy their hits at the same time; only inserts take the
+//! write lock.
 //!
 //! A loader that samples batches ahead of gathering their rows tells the
-//! cache which rows those batches will ask for (`Upcoming`): eviction passes
-//! over them and a miss among them enters whatever the admission says. That
-//! is Belady's rule over the future the loader knows, as Ginex does with the
-//! batches of a superbatch.
+//! cache which rows those batches will ask for (`expect`, counted in
+//! `Upcoming`). The cached ones are marked visited, so the hand passes over
+//! them once more, and, unless the admission is `Only`, a miss among them
+//! enters on its first miss: Belady's rule over the future the loader
+//! knows, as Ginex does with the batches of a superbatch, at a bounded cost.
+//! The hand never looks the upcoming set up, so its work per eviction stays
+//! O(1) over time however much of the cache is upcoming.
 
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 use rustc_hash::FxHashMap;
 
@@ -70,6 +72,8 @@ struct Slab {
     map: FxHashMap<u64, u32>,
     data: Vec<u8>,
     key: Vec<u64>,
+    /// Set by a hit or an announcement (`RowCache::expect`); the hand
+    /// passes over a set slot once, clearing it.
     visited: Vec<AtomicBool>,
     prev: Vec<u32>,
     next: Vec<u32>,
@@ -120,65 +124,65 @@ impl Slab {
         }
     }
 
-    /// Frees the first unvisited slot the hand reaches that no upcoming
-    /// batch asks for, clearing visited bits on its way. Ends within two
-    /// sweeps and `SPARE_LIMIT` more steps: the first sweep clears every
-    /// bit, and after passing over that many unvisited upcoming rows it
-    /// takes the next one anyway.
-    fn evict_one(&mut self, upcoming: &FxHashMap<u64, u32>) -> u32 {
+    /// Frees the first unvisited slot the hand reaches, clearing visited
+    /// bits on its way (SIEVE). Every step past the first clears a bit that
+    /// a hit or an announcement (`RowCache::expect`) set, so the steps of
+    /// all evictions are at most the evictions plus the bits set: O(1) per
+    /// eviction over time, and one sweep of the slab at worst. Returns the
+    /// slot and the steps taken.
+    fn evict_one(&mut self) -> (u32, u64) {
         let mut h = if self.hand != NIL { self.hand } else { self.tail };
-        let mut spared = 0;
-        loop {
-            if !self.visited[h as usize].swap(false, Relaxed) {
-                if spared >= SPARE_LIMIT || upcoming.is_empty() || !upcoming.contains_key(&self.key[h as usize]) {
-                    break;
-                }
-                spared += 1;
-            }
+        let mut steps = 1;
+        while self.visited[h as usize].swap(false, Relaxed) {
             h = if self.prev[h as usize] != NIL { self.prev[h as usize] } else { self.tail };
+            steps += 1;
         }
         self.hand = self.prev[h as usize];
         self.unlink(h);
         self.map.remove(&self.key[h as usize]);
-        h
+        (h, steps)
     }
 
-    /// Caches `row` as `id` (not yet cached); returns whether it evicted.
-    fn insert(&mut self, id: u64, row: &[u8], upcoming: &FxHashMap<u64, u32>) -> bool {
+    /// Caches `row` as `id` (not yet cached); returns the hand's steps (0
+    /// when a free slot took it).
+    fn insert(&mut self, id: u64, row: &[u8]) -> u64 {
         debug_assert_eq!(row.len(), self.rb);
         let used = self.key.len();
-        let (i, evicted) = if used < self.slots {
+        let (i, steps) = if used < self.slots {
             self.data.extend_from_slice(row);
             self.key.push(id);
             self.visited.push(AtomicBool::new(false));
             self.prev.push(NIL);
             self.next.push(NIL);
-            (used as u32, false)
+            (used as u32, 0)
         } else {
-            let i = self.evict_one(upcoming);
+            let (i, steps) = self.evict_one();
             let at = i as usize * self.rb;
             self.data[at..at + self.rb].copy_from_slice(row);
             self.key[i as usize] = id;
             self.visited[i as usize].store(false, Relaxed);
-            (i, true)
+            (i, steps)
         };
         self.push_head(i);
         self.map.insert(id, i);
-        evicted
+        steps
+    }
+
+    /// Sets the visited bit of the cached rows among `ids`.
+    fn mark(&self, ids: &[u64]) {
+        for id in ids {
+            if let Some(&i) = self.map.get(id) {
+                self.visited[i as usize].store(true, Relaxed);
+            }
+        }
     }
 }
 
-/// Most unvisited upcoming rows the hand passes over for one eviction: a
-/// bound on its work when most of the cache is upcoming.
-const SPARE_LIMIT: usize = 256;
-
-/// Whether the distinct upcoming rows are at most twice a slab's `slots`
-/// (at one slab's worth the bench's row hits fell from 83.7% to 82.7%:
-/// part of the upcoming set is reused beyond the cache's turnover). Past
-/// that (a small cache, a long lookahead), keeping and admitting all of them
-/// is no longer Belady's choice, which would need each row's next use:
-/// the cache then ignores them. The training example's 64 MiB cache at
-/// Kronecker scale 20 holds ~80K vertices' rows against ~2M upcoming.
+/// Whether the distinct upcoming rows are at most twice a slab's `slots`.
+/// Past that (a small cache, a long lookahead) admitting every upcoming row
+/// on its first miss is admitting nearly every row, which the doorkeeper
+/// exists to prevent, and the cache cannot hold them until their use
+/// anyway: admission and `upcoming_uncached` then ignore them.
 fn fits(upcoming: &FxHashMap<u64, u32>, slots: usize) -> bool {
     upcoming.len() <= 2 * slots
 }
@@ -257,6 +261,8 @@ pub struct RowCache {
     hits: AtomicU64,
     misses: AtomicU64,
     evictions: AtomicU64,
+    /// Slots the eviction hand visited (`Slab::evict_one`).
+    hand_steps: AtomicU64,
 }
 
 impl RowCache {
@@ -274,6 +280,7 @@ impl RowCache {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            hand_steps: AtomicU64::new(0),
         }
     }
 
@@ -351,11 +358,11 @@ impl RowCache {
         if s.slots == 0 {
             return;
         }
-        // Slab, then upcoming: `Upcoming` takes no slab lock.
+        // Slab, then upcoming: `Upcoming` takes no slab lock. The upcoming
+        // set is only read here, once per row offered, never per hand step.
         let counts = self.upcoming.counts.read().unwrap();
-        let none = FxHashMap::default();
-        let upcoming = if fits(&counts, s.slots) { &*counts } else { &none };
-        let mut evictions = 0;
+        let upcoming = fits(&counts, s.slots).then_some(&*counts);
+        let (mut evictions, mut steps) = (0, 0);
         for (j, &id) in ids.iter().enumerate() {
             if s.map.contains_key(&id) {
                 continue;
@@ -365,21 +372,32 @@ impl RowCache {
                 Admit::Only(f) => f(id),
                 Admit::Seen => {
                     let room = s.key.len() < s.slots;
-                    s.door.as_mut().expect("Seen slabs have a doorkeeper").check_and_mark(id) || room || upcoming.contains_key(&id)
+                    s.door.as_mut().expect("Seen slabs have a doorkeeper").check_and_mark(id) || room || upcoming.is_some_and(|u| u.contains_key(&id))
                 }
             };
             if admitted {
-                evictions += s.insert(id, row(j), &upcoming) as u64;
+                let n = s.insert(id, row(j));
+                evictions += (n > 0) as u64;
+                steps += n;
             }
         }
         self.evictions.fetch_add(evictions, Relaxed);
+        self.hand_steps.fetch_add(steps, Relaxed);
     }
 
     /// Counts `ids` (vertex ids) as rows an upcoming batch will ask for
-    /// until the result drops.
+    /// until the result drops. The cached ones among them are marked
+    /// visited, so the hand passes over them once more before it may take
+    /// them: the protection costs one lookup per announced row, and the
+    /// hand's work stays O(1) per eviction (`Slab::evict_one`) however much
+    /// of the cache is upcoming.
     pub fn expect(&self, ids: Vec<u64>) -> Expected {
+        for s in &self.slabs {
+            s.read().unwrap().mark(&ids);
+        }
         Expected::new(Some(self.upcoming.clone()), ids)
     }
+
 
     /// Positions of the rows among `ids` (of tensor `ti`) that upcoming
     /// batches ask for and the cache does not hold.
@@ -408,13 +426,14 @@ impl RowCache {
                 s.key.len() * (s.rb + SLOT_OVERHEAD) + map_bytes(s.slots) + s.door.as_ref().map_or(0, |_| Doorkeeper::bytes_for(s.slots))
             })
             .sum::<usize>();
-        CacheStats { hits: self.hits.load(Relaxed), misses: self.misses.load(Relaxed), evictions: self.evictions.load(Relaxed), bytes: bytes as u64, budget: self.budget as u64 }
+        CacheStats { hits: self.hits.load(Relaxed), misses: self.misses.load(Relaxed), evictions: self.evictions.load(Relaxed), hand_steps: self.hand_steps.load(Relaxed), bytes: bytes as u64, budget: self.budget as u64 }
     }
 
     pub fn reset_stats(&self) {
         self.hits.store(0, Relaxed);
         self.misses.store(0, Relaxed);
         self.evictions.store(0, Relaxed);
+        self.hand_steps.store(0, Relaxed);
     }
 
     /// Drops every row (benchmarks start cold with this).
@@ -538,6 +557,38 @@ mod tests {
             get(&c, &[r]);
         }
         let s = c.stats();
+        assert!(s.bytes <= s.budget, "{s:?}");
+    }
+
+    /// The loader's worst case (issue 34): most cached rows are upcoming
+    /// and misses keep evicting. The hand's visits stay within the
+    /// evictions plus the visited bits set (hits and announced rows), where
+    /// sparing upcoming rows in the hand's walk cost hundreds of visits per
+    /// eviction.
+    #[test]
+    fn hand_work_stays_linear_when_the_cache_is_mostly_upcoming() {
+        let slots = 1000u64;
+        let c = RowCache::new(RowCache::budget_for(slots as usize, &[16]), &[16], Admit::Seen);
+        let warm: Vec<u64> = (0..slots).collect();
+        get(&c, &warm);
+        c.reset_stats();
+        let mut announced = 0;
+        let mut held = Vec::new();
+        for round in 0..20u64 {
+            // Announce 1.5 slots' worth (within `fits`), most of them cached.
+            let ids: Vec<u64> = (0..slots * 3 / 2).map(|k| (k * 7 + round * 311) % (slots * 3)).collect();
+            announced += ids.len() as u64;
+            held.push(c.expect(ids.clone()));
+            if held.len() > 4 {
+                held.remove(0);
+            }
+            for chunk in ids.chunks(97) {
+                get(&c, chunk);
+            }
+        }
+        let s = c.stats();
+        assert!(s.evictions > 10 * slots, "{s:?}: too few evictions to test");
+        assert!(s.hand_steps <= s.evictions + s.hits + announced, "{s:?}: the hand scanned ({announced} announced)");
         assert!(s.bytes <= s.budget, "{s:?}");
     }
 
