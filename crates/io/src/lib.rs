@@ -12,6 +12,7 @@ mod backend;
 mod buf;
 mod error;
 mod stats;
+pub mod sync;
 mod volume;
 
 pub use backend::BackendKind;
