@@ -732,9 +732,9 @@ mod baseline {
                     if bottom_up {
                         in_frontier.iter_mut().for_each(|w| *w = 0);
                         frontier.iter().for_each(|&v| in_frontier[v as usize / 64] |= 1 << (v % 64));
-                        for v in 0..n {
-                            if level[v] == i64::MAX && g.row(v).iter().any(|&u| in_frontier[u as usize / 64] >> (u % 64) & 1 == 1) {
-                                level[v] = d + 1;
+                        for (v, lv) in level.iter_mut().enumerate() {
+                            if *lv == i64::MAX && g.row(v).iter().any(|&u| in_frontier[u as usize / 64] >> (u % 64) & 1 == 1) {
+                                *lv = d + 1;
                                 next.push(v as u32);
                             }
                         }

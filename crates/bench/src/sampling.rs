@@ -984,7 +984,7 @@ fn measure(a: &SamplingWorkerArgs, ids: &[u64], f: impl Fn(usize, &[u64]) -> Cli
         }
     };
     std::thread::scope(|sc| -> CliResult<()> {
-        let hs: Vec<_> = (1..a.workers.max(1)).map(|_| sc.spawn(&work)).collect();
+        let hs: Vec<_> = (1..a.workers.max(1)).map(|_| sc.spawn(work)).collect();
         work()?;
         for h in hs {
             h.join().map_err(|_| BenchError::Invalid("sampling thread panicked".into()))??;

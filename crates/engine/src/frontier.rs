@@ -88,7 +88,7 @@ impl Bitset {
     /// Every id below n.
     pub fn full(n: u64) -> Bitset {
         let s = Bitset { words: (0..n.div_ceil(64)).map(|_| AtomicU64::new(!0)).collect() };
-        if n % 64 != 0 {
+        if !n.is_multiple_of(64) {
             s.words[(n / 64) as usize].store(!(!0u64 << (n % 64)), SeqCst);
         }
         s
@@ -126,7 +126,7 @@ impl Bitset {
         if i == lo / 64 {
             w &= !0u64 << (lo % 64);
         }
-        if i == (hi - 1) / 64 && hi % 64 != 0 {
+        if i == (hi - 1) / 64 && !hi.is_multiple_of(64) {
             w &= !(!0u64 << (hi % 64));
         }
         w

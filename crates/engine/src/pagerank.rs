@@ -44,7 +44,7 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
     if !(damping > 0.0 && damping < 1.0) {
         return Err(EngineError::Invalid(format!("damping {damping} must be in (0, 1)")));
     }
-    if tol.is_some_and(|t| !(t > 0.0)) {
+    if tol.is_some_and(|t| t.is_nan() || t <= 0.0) {
         return Err(EngineError::Invalid("tolerance must be positive".into()));
     }
     if store.has_lower_lists() {

@@ -354,9 +354,9 @@ fn draw_part(store: &Store, hop: usize, k: i64, seeds: &[u64], o: &SampleOptions
     let (mut f, mut q, mut r) = (0, 0, 0);
     let mut picks = Vec::new();
     let (mut ids, mut edges, mut span) = (Vec::new(), Vec::new(), Vec::with_capacity(part.len()));
-    for j in 0..part.len() {
+    for (j, dj) in drawn.iter().enumerate() {
         let a = ids.len();
-        if let (Some(p), Some((at_ids, at_edges))) = (&drawn[j], &at) {
+        if let (Some(p), Some((at_ids, at_edges))) = (dj, &at) {
             ids.extend_from_slice(&at_ids[q..q + p.len()]);
             edges.extend_from_slice(&at_edges[q..q + p.len()]);
             q += p.len();

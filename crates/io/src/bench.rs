@@ -146,10 +146,10 @@ fn splitmix(s: &mut u64) -> u64 {
 /// not exist yet (a sparse file would be read from nowhere). `progress` gets
 /// (bytes done, bytes total) while filling.
 pub fn prepare(cfg: &IoBenchConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<Volume> {
-    if cfg.block < PAGE || cfg.block % PAGE != 0 || cfg.block > (16 << 20) {
+    if cfg.block < PAGE || !cfg.block.is_multiple_of(PAGE) || cfg.block > (16 << 20) {
         return Err(IoError::Config(format!("block {} must be a multiple of 4096 up to 16 MiB", cfg.block)));
     }
-    if cfg.stripe_bytes % cfg.block != 0 {
+    if !cfg.stripe_bytes.is_multiple_of(cfg.block) {
         return Err(IoError::Config(format!("stripe {} must be a multiple of the block {}", cfg.stripe_bytes, cfg.block)));
     }
     if cfg.depth == 0 || cfg.depth > 4096 {

@@ -95,7 +95,7 @@ pub(crate) struct BufferPool {
 
 impl BufferPool {
     pub(crate) fn new(chunk_bytes: usize, registered: usize, spare_limit: usize) -> BufferPool {
-        assert!(chunk_bytes % ALIGN == 0 && chunk_bytes > 0);
+        assert!(chunk_bytes.is_multiple_of(ALIGN) && chunk_bytes > 0);
         assert!(registered <= u16::MAX as usize);
         let mut free = Vec::with_capacity(registered);
         let mut regs = Vec::with_capacity(registered);

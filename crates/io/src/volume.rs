@@ -109,7 +109,7 @@ impl VolumeOptions {
         if self.inflight_per_member == 0 || self.inflight_per_member > 4096 {
             return Err(IoError::Config(format!("in-flight cap {} must be in 1..=4096", self.inflight_per_member)));
         }
-        if self.max_io_bytes < ps || self.max_io_bytes % ps != 0 || self.max_io_bytes > (64 << 20) {
+        if self.max_io_bytes < ps || !self.max_io_bytes.is_multiple_of(ps) || self.max_io_bytes > (64 << 20) {
             return Err(IoError::Config(format!(
                 "max I/O size {} must be a multiple of the page size ({ps}) up to 64 MiB",
                 self.max_io_bytes
@@ -394,7 +394,7 @@ impl Volume {
                 ops.last_mut().expect("a gap implies an op").len += ((g + 1) * ps) as u32;
                 self.counters[m as usize].record_merged(1, g as u64);
             } else {
-                if s % ppc == 0 {
+                if s.is_multiple_of(ppc) {
                     self.pool.take(s / ppc + 1, &mut chunks);
                 }
                 let chunk = &mut chunks[s / ppc];
@@ -422,7 +422,7 @@ impl Volume {
         if data.len() != pages.len() * ps {
             return Err(IoError::BadWrite(format!("{} bytes of data for {} pages of {ps}", data.len(), pages.len())));
         }
-        if (data.as_ptr() as usize) % ALIGN != 0 {
+        if !(data.as_ptr() as usize).is_multiple_of(ALIGN) {
             return Err(IoError::BadWrite("data buffer is not 4096-aligned (use AlignedBuf)".into()));
         }
         let order = self.plan(pages)?;
