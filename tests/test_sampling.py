@@ -414,3 +414,41 @@ def test_row_cache_gives_the_same_samples(g, admission, row_cache_bytes):
 def test_row_admission_must_be_known(g):
     with pytest.raises(SolidGraphError, match='row_admission must be "seen", "hot" or "all"'):
         solidgraph.open(g.path, row_cache_bytes=1 << 20, row_admission="lru")
+
+
+def test_row_cache_sweep_keeps_batches_and_eviction_work_linear(tmp_path):
+    # Issue 34: with a row cache much smaller than the rows a loader samples
+    # ahead, every eviction scanned the upcoming rows. From no row cache to
+    # more than every row, a loader gets the same batches, and the eviction
+    # hand's visits stay within the evictions plus the visited bits set
+    # (each hit sets one; each announced row sets one, and every announced
+    # row is gathered once: announced <= hits + misses).
+    n = 3000
+    rng = np.random.default_rng(5)
+    src = rng.integers(0, n, 30000)
+    dst = np.where(rng.random(30000) < 0.3, rng.integers(0, 30, 30000), rng.integers(0, n, 30000))
+    x = rng.standard_normal((n, 16)).astype(np.float32)
+    path = tmp_path / "g"
+    solidgraph.import_graph(path, (src, dst), {"x": x}, undirected=True, dedup=True, num_nodes=n, order="degree")
+    bs = batches_of(rng.permutation(n), 64)
+    want = None
+    for row_cache_bytes in [0, 8 << 10, 32 << 10, 128 << 10, 512 << 10, 8 << 20]:
+        r = solidgraph.open(path, cache_bytes=64 << 10, row_cache_bytes=row_cache_bytes)
+        r.reset_stats()
+        got = [(b.node.copy(), b.tensors["x"].copy()) for b in r.sample_loader(bs, [10, 5], seed=9, tensors=["x"], lookahead=32)]
+        if want is None:
+            want = got
+        for (an, ax), (bn, bx) in zip(want, got, strict=True):
+            np.testing.assert_array_equal(an, bn)
+            np.testing.assert_array_equal(ax, bx)
+        np.testing.assert_array_equal(np.concatenate([b[1] for b in got]), x[np.concatenate([b[0] for b in got])])
+        st = r.stats()
+        if row_cache_bytes == 0:
+            assert st["row_cache_budget"] == 0 and st["row_cache_hits"] == 0
+            continue
+        assert st["row_cache_misses"] > 0, st
+        bound = st["row_cache_evictions"] + 2 * st["row_cache_hits"] + st["row_cache_misses"]
+        assert st["row_cache_hand_steps"] <= bound, (row_cache_bytes, st)
+        if row_cache_bytes == 8 << 20:
+            assert st["row_cache_evictions"] == 0, st
+            assert st["row_cache_misses"] <= n, st

@@ -132,11 +132,24 @@ class ImportReport(TypedDict):
 
 @type_check_only
 class Stats(TypedDict):
+    """Counters since open or `reset_stats()`. `cache_*`: the page cache;
+    `row_cache_*`: the row cache (rows, not pages; zeros without one).
+    `*_hand_steps`: entries the eviction hand visited, which stays near the
+    evictions plus the hits (and rows announced by a loader): far more
+    means eviction is scanning."""
+
     cache_hits: int
     cache_misses: int
     cache_evictions: int
+    cache_hand_steps: int
     cache_bytes: int
     cache_budget: int
+    row_cache_hits: int
+    row_cache_misses: int
+    row_cache_evictions: int
+    row_cache_hand_steps: int
+    row_cache_bytes: int
+    row_cache_budget: int
     pages_read: int
     ios: int
     bytes_read: int

@@ -255,15 +255,23 @@ impl Graph {
         rows_array(py, rows, ids.len())
     }
 
-    /// Page cache and I/O counters since open or `reset_stats()`.
+    /// Page cache, row cache and I/O counters since open or `reset_stats()`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.store()?.stats();
         let d = PyDict::new(py);
         d.set_item("cache_hits", s.cache.hits)?;
         d.set_item("cache_misses", s.cache.misses)?;
         d.set_item("cache_evictions", s.cache.evictions)?;
+        d.set_item("cache_hand_steps", s.cache.hand_steps)?;
         d.set_item("cache_bytes", s.cache.bytes)?;
         d.set_item("cache_budget", s.cache.budget)?;
+        let rows = s.rows.unwrap_or_default();
+        d.set_item("row_cache_hits", rows.hits)?;
+        d.set_item("row_cache_misses", rows.misses)?;
+        d.set_item("row_cache_evictions", rows.evictions)?;
+        d.set_item("row_cache_hand_steps", rows.hand_steps)?;
+        d.set_item("row_cache_bytes", rows.bytes)?;
+        d.set_item("row_cache_budget", rows.budget)?;
         d.set_item("pages_read", s.pages_read())?;
         d.set_item("ios", s.ios())?;
         d.set_item("bytes_read", s.bytes_read())?;
