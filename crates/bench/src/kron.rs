@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use solidgraph_io::sync::MutexExt;
 
 const A: f64 = 0.57;
 const B: f64 = 0.19;
@@ -106,7 +107,7 @@ impl Kronecker {
                     let mut bytes = Vec::with_capacity(8 * CHUNK_EDGES as usize);
                     loop {
                         let c = next.fetch_add(1, Ordering::Relaxed);
-                        if c >= chunks || first_err.lock().unwrap().is_some() {
+                        if c >= chunks || first_err.locked().is_some() {
                             return;
                         }
                         let start = c * CHUNK_EDGES;
@@ -119,7 +120,7 @@ impl Kronecker {
                         };
                         let res = put(&src[..n], base + 8 * start).and_then(|()| put(&dst[..n], base + 8 * (e + start)));
                         if let Err(err) = res {
-                            first_err.lock().unwrap().get_or_insert(err);
+                            first_err.locked().get_or_insert(err);
                             return;
                         }
                         progress(n as u64);
@@ -127,7 +128,7 @@ impl Kronecker {
                 });
             }
         });
-        if let Some(err) = first_err.into_inner().unwrap() {
+        if let Some(err) = first_err.into_inner_locked() {
             return Err(err);
         }
         f.sync_all()

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use solidgraph_engine::loader::{DEFAULT_LOOKAHEAD, PrefetchOptions, Prefetcher, batch_seed};
 use solidgraph_engine::sampler::{SampleOptions, choose, rng_for};
 use solidgraph_io::bench::IoBenchResult;
+use solidgraph_io::sync::MutexExt;
 use solidgraph_store::{Direction, OpenOptions, RowAdmission, Store, TensorData, TensorInput};
 
 use super::common::*;
@@ -901,12 +902,12 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
                 sc.spawn(|| {
                     store.wait_warm();
                     let st = store.stats();
-                    *warm_end.lock().unwrap() = Some((Instant::now(), st.ios(), st.pages_read()));
+                    *warm_end.locked() = Some((Instant::now(), st.ios(), st.pages_read()));
                 });
                 measure_loader(&a, &store, &ids)
             });
             let mut r = r?;
-            if let Some((t, ios, pages)) = warm_end.into_inner().unwrap() {
+            if let Some((t, ios, pages)) = warm_end.into_inner_locked() {
                 let st = store.stats();
                 let scale = store.page_size() as u64 / PAGE;
                 r.after_warm = Some((t.elapsed().as_secs_f64(), st.ios() - ios, (st.pages_read() - pages) * scale));
@@ -971,7 +972,7 @@ fn measure(a: &SamplingWorkerArgs, ids: &[u64], f: impl Fn(usize, &[u64]) -> Cli
     let t0 = Instant::now();
     let work = || -> CliResult<()> {
         loop {
-            let over = if a.workers <= 1 { *spent.lock().unwrap() >= cap } else { t0.elapsed() >= cap };
+            let over = if a.workers <= 1 { *spent.locked() >= cap } else { t0.elapsed() >= cap };
             let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             if over || i >= batches.len() {
                 return Ok(());
@@ -979,8 +980,8 @@ fn measure(a: &SamplingWorkerArgs, ids: &[u64], f: impl Fn(usize, &[u64]) -> Cli
             let t = Instant::now();
             let out = f(i, batches[i])?;
             let dt = t.elapsed();
-            *spent.lock().unwrap() += dt;
-            done.lock().unwrap().push((i, dt, out));
+            *spent.locked() += dt;
+            done.locked().push((i, dt, out));
         }
     };
     std::thread::scope(|sc| -> CliResult<()> {
@@ -992,7 +993,7 @@ fn measure(a: &SamplingWorkerArgs, ids: &[u64], f: impl Fn(usize, &[u64]) -> Cli
         Ok(())
     })?;
     let wall = t0.elapsed();
-    let mut done = done.into_inner().unwrap();
+    let mut done = done.into_inner_locked();
     done.sort_by_key(|d| d.0);
     let lat: Vec<Duration> = done.iter().map(|d| d.1).collect();
     let nodes = done.iter().map(|d| d.2.nodes).sum();

@@ -14,6 +14,7 @@ use std::sync::{Condvar, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::mpsc::sync_channel;
 
+use solidgraph_io::sync::{CondvarExt, MutexExt};
 use solidgraph_store::{ChunkLimit, Csr, Direction, GttRef, RangePages, Store};
 
 use crate::error::{EngineError, Result};
@@ -158,7 +159,7 @@ struct Slot<'a>(&'a (Mutex<usize>, Condvar));
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        *self.0.0.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        *self.0.0.locked() -= 1;
         self.0.1.notify_one();
     }
 }
@@ -402,7 +403,7 @@ impl<'a> Lists<'a> {
                 let (lo, hi) = c.range();
                 assert!(covered <= lo && lo <= hi, "chunk [{lo}, {hi}) overlaps the one before (up to {covered})");
                 covered = hi;
-                *busy.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+                *busy.0.locked() += 1;
                 let at = k;
                 k += 1;
                 s.spawn(move |_| {
@@ -414,23 +415,23 @@ impl<'a> Lists<'a> {
                     if let Chunk::Lists(b) = c {
                         self.recycle([b.csr]);
                     }
-                    done.lock().unwrap().push((at, r));
+                    done.locked().push((at, r));
                 });
                 // Waiting here, before the next chunk is taken, keeps the
                 // chunks alive to the readers' plus the threads'.
-                let mut n = busy.0.lock().unwrap_or_else(|e| e.into_inner());
+                let mut n = busy.0.locked();
                 while *n >= threads {
-                    n = busy.1.wait(n).unwrap_or_else(|e| e.into_inner());
+                    n = busy.1.wait_locked(n);
                 }
                 drop(n);
-                let mut done = done.lock().unwrap();
+                let mut done = done.locked();
                 match done.iter().position(|(_, r)| r.is_err()) {
                     Some(i) => done.swap_remove(i).1.map(|_| ()),
                     None => Ok(()),
                 }
             })
         })?;
-        let mut done = std::mem::take(&mut *done.lock().unwrap());
+        let mut done = std::mem::take(&mut *done.locked());
         done.sort_unstable_by_key(|&(at, _)| at);
         done.into_iter().map(|(_, r)| r).collect()
     }
@@ -531,7 +532,7 @@ impl<'a> Lists<'a> {
     /// as many as can be alive at once (three per batch in the two-
     /// direction view, one batch per reader plus the algorithm's).
     fn recycle<const N: usize>(&self, csrs: [Csr; N]) {
-        let mut spare = self.spare.lock().unwrap();
+        let mut spare = self.spare.locked();
         for c in csrs {
             if spare.len() < 3 * (READERS + 1) {
                 spare.push(c);
@@ -541,7 +542,7 @@ impl<'a> Lists<'a> {
 
     fn read(&self, job: Job) -> Result<Batch> {
         let (store, weights) = (self.store, self.weights);
-        let spare = || self.spare.lock().unwrap().pop().unwrap_or_default();
+        let spare = || self.spare.locked().pop().unwrap_or_default();
         let read_dir = |dir| match &job {
             Job::Range(lo, hi, _) => store.read_range(dir, *lo, *hi, weights, self.cached, spare()),
             Job::Ids(ids) => store.neighbors_with(ids, dir, weights, false, self.cached, spare()),

@@ -30,9 +30,10 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
+use solidgraph_io::sync::{CondvarExt, MutexExt};
 use solidgraph_store::{Expected, OpenOptions, Store};
 
 use crate::error::{EngineError, Result};
@@ -135,15 +136,9 @@ struct Shared {
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A worker never panics while holding the lock (sampling runs outside
-        // it); recover the state anyway rather than propagate a poison.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The next task, sampling ahead first; `None` when no work is left.
     fn claim(&self) -> Option<Task> {
-        let mut st = self.lock();
+        let mut st = self.state.locked();
         loop {
             let end = st.failed_at.unwrap_or(self.batches.len());
             if self.cancel.load(Ordering::Acquire) || (st.next_draw >= end && st.pending == 0) {
@@ -176,7 +171,7 @@ impl Shared {
                     return Some(Task::Gather(j, a));
                 }
             }
-            st = self.room.wait(st).unwrap_or_else(|e| e.into_inner());
+            st = self.room.wait_locked(st);
         }
     }
 
@@ -209,7 +204,7 @@ impl Shared {
                         Err(_) if n > 1 => (i..i + n).map(|j| guarded(|| sample_subgraph(&self.store, &self.batches[j], &self.options(j)))).collect(),
                         Err(e) => vec![Err(e)],
                     };
-                    let mut st = self.lock();
+                    let mut st = self.state.locked();
                     for (j, r) in (i..).zip(subs) {
                         match r {
                             Ok(sub) if st.failed_at.is_none_or(|f| j < f) => {
@@ -240,7 +235,7 @@ impl Shared {
     }
 
     fn finish(&self, i: usize, r: Result<Sample>) {
-        let mut st = self.lock();
+        let mut st = self.state.locked();
         if r.is_err() {
             st.fail(i);
         }
@@ -279,7 +274,7 @@ impl Running {
     fn stop(mut self) {
         self.shared.cancel.store(true, Ordering::Release);
         // Take the lock so no worker is between its check and its wait.
-        drop(self.shared.lock());
+        drop(self.shared.state.locked());
         self.shared.room.notify_all();
         for h in self.handles.drain(..) {
             let _ = h.join();
@@ -397,16 +392,16 @@ impl Prefetcher {
         let sh = &run.shared;
         let i = self.next;
         let r = {
-            let mut st = sh.lock();
+            let mut st = sh.state.locked();
             loop {
                 if let Some(r) = st.done.remove(&i) {
                     break r;
                 }
-                st = sh.ready.wait(st).unwrap_or_else(|e| e.into_inner());
+                st = sh.ready.wait_locked(st);
             }
         };
         {
-            let mut st = sh.lock();
+            let mut st = sh.state.locked();
             st.consumed = i + 1;
         }
         sh.room.notify_all();
@@ -554,7 +549,7 @@ mod tests {
             let mut p = Prefetcher::new(s, batches(500, 50), opts(1), cfg(3, 2, lookahead)).unwrap();
             p.next().unwrap().unwrap();
             std::thread::sleep(Duration::from_millis(100));
-            let st = p.run.as_ref().unwrap().shared.lock();
+            let st = p.run.as_ref().unwrap().shared.state.locked();
             assert!(st.next_draw <= 1 + 2 + lookahead, "sampled {} with 1 consumed, prefetch 2, lookahead {lookahead}", st.next_draw);
             assert!(st.done.len() <= 2 && st.pending <= lookahead && st.ahead.len() <= st.pending);
             if lookahead > 0 {
@@ -571,7 +566,7 @@ mod tests {
         p.next().unwrap().unwrap();
         std::thread::sleep(Duration::from_millis(100));
         let ahead: usize = {
-            let st = p.run.as_ref().unwrap().shared.lock();
+            let st = p.run.as_ref().unwrap().shared.state.locked();
             assert!(st.ahead.len() > 6 - 6 / 2, "{} sampled ahead", st.ahead.len());
             st.ahead.values().map(|a| a.sub.nodes().len()).sum()
         };

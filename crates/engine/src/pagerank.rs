@@ -23,6 +23,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use rayon::prelude::*;
+use solidgraph_io::sync::MutexExt;
 use solidgraph_store::{Direction, Store};
 
 use crate::error::{EngineError, Progress, Result};
@@ -317,13 +318,13 @@ impl Sums {
     /// point.
     fn pass(&mut self, lists: &Lists, share: &[f64]) -> Result<()> {
         for h in &mut self.hubs {
-            let h = h.get_mut().unwrap_or_else(|e| e.into_inner());
+            let h = h.get_mut_locked();
             h.par_iter_mut().zip(share.par_iter()).for_each(|(h, &s)| h.0 = s);
         }
         let this = &*self;
         lists.chunks(|c| {
             let t = rayon::current_thread_index().unwrap_or(0) % this.hubs.len();
-            let mut hubs = this.hubs[t].lock().unwrap_or_else(|e| e.into_inner());
+            let mut hubs = this.hubs[t].locked();
             let hubs = &mut hubs[..];
             let shared = &this.shared[..];
             let mut list = |u: u64, ids: &[u64], a: usize, end: usize| {
@@ -400,7 +401,7 @@ impl Sums {
     fn drain<R: Send>(&mut self, f: impl Fn(usize, &mut [AtomicU64]) -> R + Sync) -> Vec<R> {
         let shared = &mut self.shared;
         for h in &mut self.hubs {
-            let h = h.get_mut().unwrap_or_else(|e| e.into_inner());
+            let h = h.get_mut_locked();
             shared.par_iter_mut().zip(h.par_iter_mut()).for_each(|(s, h)| *s.get_mut() = s.get_mut().wrapping_add(std::mem::take(&mut h.1)));
         }
         shared

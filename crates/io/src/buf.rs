@@ -11,6 +11,8 @@ use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::ptr::NonNull;
 use std::sync::Mutex;
 
+use crate::sync::MutexExt;
+
 pub const ALIGN: usize = 4096;
 
 /// A heap buffer aligned to [`ALIGN`], zero-initialised.
@@ -113,7 +115,7 @@ impl BufferPool {
     }
 
     pub(crate) fn take(&self, n: usize, out: &mut Vec<Chunk>) {
-        let mut guard = self.free.lock().unwrap();
+        let mut guard = self.free.locked();
         let (reg, spare) = &mut *guard;
         while out.len() < n {
             match reg.pop().or_else(|| spare.pop()) {
@@ -128,7 +130,7 @@ impl BufferPool {
     }
 
     pub(crate) fn give_back(&self, chunks: &mut Vec<Chunk>) {
-        let mut guard = self.free.lock().unwrap();
+        let mut guard = self.free.locked();
         let (reg, spare) = &mut *guard;
         for c in chunks.drain(..) {
             // Registered chunks always return: the rings point at them.

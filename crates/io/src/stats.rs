@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use crate::sync::MutexExt;
+
 pub(crate) struct MemberCounters {
     ios: AtomicU64,
     bytes_read: AtomicU64,
@@ -39,7 +41,7 @@ impl MemberCounters {
             self.bytes_read.fetch_add(bytes, Relaxed);
         }
         let ns = (latency.as_nanos() as u64).clamp(1, 100_000_000_000);
-        self.latency.lock().unwrap().saturating_record(ns);
+        self.latency.locked().saturating_record(ns);
     }
 
     /// Records many completed I/Os at once: one histogram lock per call.
@@ -55,7 +57,7 @@ impl MemberCounters {
         if bytes_written > 0 {
             self.bytes_written.fetch_add(bytes_written, Relaxed);
         }
-        let mut h = self.latency.lock().unwrap();
+        let mut h = self.latency.locked();
         for &ns in latencies_ns {
             h.saturating_record(ns.clamp(1, 100_000_000_000));
         }
@@ -75,7 +77,7 @@ impl MemberCounters {
     }
 
     pub(crate) fn snapshot(&self) -> MemberStats {
-        let h = self.latency.lock().unwrap();
+        let h = self.latency.locked();
         let q = |x: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(x) as f64 / 1000.0 };
         MemberStats {
             ios: self.ios.load(Relaxed),
@@ -97,7 +99,7 @@ impl MemberCounters {
         self.merged_pages.store(0, Relaxed);
         self.gap_pages.store(0, Relaxed);
         self.inflight_hwm.store(0, Relaxed);
-        self.latency.lock().unwrap().reset();
+        self.latency.locked().reset();
     }
 }
 

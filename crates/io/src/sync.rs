@@ -13,14 +13,22 @@ use std::sync::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWrite
 
 const POISONED: &str = "a SolidGraph lock is poisoned: a thread panicked while holding it (a bug; reopen the store)";
 
-/// `lock` under the policy above.
+/// `lock`, `get_mut` and `into_inner` under the policy above.
 pub trait MutexExt<T> {
     fn locked(&self) -> MutexGuard<'_, T>;
+    fn get_mut_locked(&mut self) -> &mut T;
+    fn into_inner_locked(self) -> T;
 }
 
 impl<T> MutexExt<T> for Mutex<T> {
     fn locked(&self) -> MutexGuard<'_, T> {
         self.lock().expect(POISONED)
+    }
+    fn get_mut_locked(&mut self) -> &mut T {
+        self.get_mut().expect(POISONED)
+    }
+    fn into_inner_locked(self) -> T {
+        self.into_inner().expect(POISONED)
     }
 }
 
@@ -66,6 +74,12 @@ mod tests {
         let e = std::panic::catch_unwind(|| *m.locked()).unwrap_err();
         let msg = e.downcast_ref::<String>().map(String::as_str).unwrap_or_default();
         assert!(msg.contains("lock is poisoned"), "{msg}");
+        let e = std::panic::catch_unwind(move || std::sync::Arc::into_inner(m).map(Mutex::into_inner_locked)).unwrap_err();
+        let msg = e.downcast_ref::<String>().map(String::as_str).unwrap_or_default();
+        assert!(msg.contains("lock is poisoned"), "{msg}");
+        let mut m = Mutex::new(1);
+        *m.get_mut_locked() += 1;
+        assert_eq!(m.into_inner_locked(), 2);
         let r = RwLock::new(2);
         *r.write_locked() += 1;
         assert_eq!(*r.read_locked(), 3);

@@ -19,6 +19,7 @@ use crate::backend::{Backend, BackendKind, ExecCtx, IoOp, open_member};
 use crate::buf::{ALIGN, BufferPool, Chunk};
 use crate::error::{IoError, Result};
 use crate::stats::{MemberCounters, MemberStats};
+use crate::sync::MutexExt;
 
 /// Smallest pooled read chunk: a batch of single-page reads packs 64 pages
 /// into one chunk, so the registered (fixed) buffers cover whole batches.
@@ -325,7 +326,7 @@ impl Volume {
     /// Grows the volume to at least `pages` pages (whole stripe rows on every
     /// member). Pages already there are untouched; readers may go on.
     pub fn grow_to(&self, pages: u64) -> Result<()> {
-        let _g = self.grow_lock.lock().unwrap();
+        let _g = self.grow_lock.locked();
         if pages <= self.num_pages() {
             return Ok(());
         }

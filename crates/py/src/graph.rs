@@ -11,6 +11,7 @@ use solidgraph_engine::loader::{DEFAULT_LOOKAHEAD, PrefetchOptions, Prefetcher};
 use solidgraph_engine::sampler::{self, SampleOptions};
 use solidgraph_engine::walks::{self, WalkOptions};
 use solidgraph_engine::{bfs, cdlp, kcore, lcc, mis, pagerank, sssp, wcc};
+use solidgraph_io::sync::MutexExt;
 use solidgraph_store::{Direction, OpenOptions, RowAdmission, Store};
 
 use crate::convert::{int64_array, row_bytes, typed_vec, u64_vec};
@@ -40,7 +41,7 @@ impl StoreSlot {
 
     pub fn get(&self) -> solidgraph_store::Result<Arc<Store>> {
         use solidgraph_store::StoreError::Invalid;
-        let mut cur = self.cur.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cur = self.cur.locked();
         let pid = std::process::id();
         if cur.0 != pid {
             if self.snapshot {
@@ -56,7 +57,7 @@ impl StoreSlot {
     }
 
     fn close(&self) {
-        let mut cur = self.cur.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cur = self.cur.locked();
         if cur.0 == std::process::id() {
             cur.1 = None;
         }

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
+use solidgraph_io::sync::MutexExt;
 
 use crate::errors::invalid;
 
@@ -55,7 +56,7 @@ impl Reporter {
     pub fn report(&self, phase: &str, done: u64, total: u64) {
         let Some(sink) = &self.sink else { return };
         {
-            let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+            let mut last = self.last.locked();
             let now = Instant::now();
             let due = match &*last {
                 None => true,

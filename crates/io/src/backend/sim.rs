@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use super::{Backend, BackendKind, ExecCtx, IoOp};
 use crate::error::{IoError, Result};
+use crate::sync::MutexExt;
 
 /// Sector size a torn write is cut at.
 pub const SECTOR: usize = 512;
@@ -80,17 +81,17 @@ impl SimDisk {
     }
 
     pub fn members(&self) -> usize {
-        self.state.lock().unwrap().members.len()
+        self.state.locked().members.len()
     }
 
     pub fn set_faults(&self, faults: Faults) {
-        self.state.lock().unwrap().faults = faults;
+        self.state.locked().faults = faults;
     }
 
     /// Sets member `m`'s image, current and durable (say, a store built on
     /// real files and loaded here to be crashed).
     pub fn load(&self, member: usize, bytes: Vec<u8>) {
-        let mut s = self.state.lock().unwrap();
+        let mut s = self.state.locked();
         s.members[member].durable.clone_from(&bytes);
         s.members[member].now = bytes;
     }
@@ -98,7 +99,7 @@ impl SimDisk {
     /// Bytes [offset, offset + len) of member `m` as a reader sees them now
     /// (fewer at the end of the image); not counted as an operation.
     pub fn peek(&self, member: usize, offset: u64, len: usize) -> Vec<u8> {
-        let s = self.state.lock().unwrap();
+        let s = self.state.locked();
         let now = &s.members[member].now;
         let a = (offset as usize).min(now.len());
         now[a..(a + len).min(now.len())].to_vec()
@@ -106,13 +107,13 @@ impl SimDisk {
 
     /// Operations run so far (reads, writes and syncs each count one).
     pub fn ops(&self) -> u64 {
-        self.state.lock().unwrap().ops
+        self.state.locked().ops
     }
 
     /// Cuts the power now: builds the image a restart would find, clears the
     /// faults and the op counter.
     pub fn crash(&self, mode: CrashMode) {
-        let mut s = self.state.lock().unwrap();
+        let mut s = self.state.locked();
         let st = &mut *s;
         for m in st.members.iter_mut() {
             m.now.clone_from(&m.durable);
@@ -142,7 +143,7 @@ impl SimDisk {
     /// Flips one bit of the stored image (both current and durable), as media
     /// corruption would.
     pub fn corrupt(&self, member: usize, byte: u64, bit: u8) {
-        let mut s = self.state.lock().unwrap();
+        let mut s = self.state.locked();
         let m = &mut s.members[member];
         m.now[byte as usize] ^= 1 << (bit % 8);
         m.durable[byte as usize] ^= 1 << (bit % 8);
@@ -204,7 +205,7 @@ impl Backend for SimBackend {
     }
 
     fn execute(&self, ops: &[IoOp], by_member: &[Range<usize>], ctx: &ExecCtx) -> Result<()> {
-        let mut st = self.disk.state.lock().unwrap();
+        let mut st = self.disk.state.locked();
         let mut next: Vec<usize> = by_member.iter().map(|r| r.start).collect();
         let mut inflight: Vec<(usize, usize)> = Vec::new();
         let mut per_member = vec![0usize; by_member.len()];
@@ -242,7 +243,7 @@ impl Backend for SimBackend {
     }
 
     fn sync(&self, member: usize, _metadata: bool, path: &Path) -> Result<()> {
-        let mut st = self.disk.state.lock().unwrap();
+        let mut st = self.disk.state.locked();
         if let Err(why) = SimDisk::begin(&mut st) {
             return Err(IoError::Os { path: path.to_path_buf(), source: std::io::Error::other(why) });
         }
@@ -254,11 +255,11 @@ impl Backend for SimBackend {
     }
 
     fn member_len(&self, member: usize, _path: &Path) -> Result<u64> {
-        Ok(self.disk.state.lock().unwrap().members[member].now.len() as u64)
+        Ok(self.disk.state.locked().members[member].now.len() as u64)
     }
 
     fn grow_member(&self, member: usize, len: u64, _path: &Path) -> Result<()> {
-        let mut st = self.disk.state.lock().unwrap();
+        let mut st = self.disk.state.locked();
         let m = &mut st.members[member];
         if (len as usize) > m.now.len() {
             m.now.resize(len as usize, 0);

@@ -13,6 +13,7 @@ use io_uring::{IoUring, opcode, types};
 
 use super::{Backend, BackendKind, ExecCtx, IoOp};
 use crate::error::{IoError, Result};
+use crate::sync::MutexExt;
 
 /// Ops per io_uring_enter when refilling. Handing the device a few requests
 /// at a time as slots free up, as fio does by default (it submits each I/O
@@ -64,7 +65,7 @@ impl UringBackend {
         let b = UringBackend { files, fds, rings: Mutex::new(Vec::new()), entries, registered };
         // Build one ring now so a refusal surfaces at open, not mid-query.
         let ring = b.new_ring()?;
-        b.rings.lock().unwrap().push(ring);
+        b.rings.locked().push(ring);
         Ok(b)
     }
 
@@ -280,13 +281,13 @@ impl Backend for UringBackend {
     }
 
     fn execute(&self, ops: &[IoOp], by_member: &[Range<usize>], ctx: &ExecCtx) -> Result<()> {
-        let taken = self.rings.lock().unwrap().pop();
+        let taken = self.rings.locked().pop();
         let mut ring = match taken {
             Some(r) => r,
             None => self.new_ring()?,
         };
         let res = self.run(&mut ring, ops, by_member, ctx);
-        self.rings.lock().unwrap().push(ring);
+        self.rings.locked().push(ring);
         res
     }
 
