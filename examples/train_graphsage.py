@@ -57,7 +57,7 @@ def parse_args(argv=None):
         "--row-cache-share",
         type=float,
         default=0.8,
-        help="share of --cache-bytes that caches feature rows, the rest pages (default 0.8, the policy `solidgraph-bench sampling` measured best)",
+        help="share of --cache-bytes that caches feature rows, the rest pages (default 0.8, the share with the fewest I/Os per batch in the sampling benchmark)",
     )
     p.add_argument("--epochs", type=int, help="default: Cora 30, Kronecker 1, --quick 10 (Cora)")
     p.add_argument("--max-batches", type=int, help="stop each epoch after this many batches (Kronecker default: 50)")

@@ -247,8 +247,8 @@ def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False, d
     batch on).
     Once the row cache is full, `row_admission="seen"` admits a row on its
     second miss within a window (a doorkeeper: rows asked for once do not
-    push out rows asked for again; measured best on Kronecker sampling,
-    78% of rows hit against 75% for "all"); "all" admits every row
+    push out rows asked for again; the default, which hit the most rows in
+    the sampling benchmark); "all" admits every row
     (SIEVE); "hot" admits only rows of the vertices of highest degree at
     import, as many as the budget holds (kept for graphs whose hot rows
     are known by degree)."""
@@ -502,4 +502,4 @@ def bench_io(
     backend: str | None = None,
     stripe: int = 262144,
 ) -> BenchReport:
-    """Runs the I/O benchmark (same as `solidgraph bench io`)."""
+    """Runs the I/O benchmark (same as `solidgraph-bench io`)."""

@@ -46,8 +46,8 @@ pub struct AnalyticsArgs {
     #[arg(long)]
     fresh: bool,
     /// The store's vertex order (`import --order`); the CSR baselines keep
-    /// the generator's ids either way. At scale 24, degree order read 0.67x
-    /// the bytes of input order per PageRank iteration.
+    /// the generator's ids either way. Degree order reads fewer bytes per
+    /// pass (docs/PERFORMANCE.md, Store format and layout).
     #[arg(long, default_value = "degree", value_parser = solidgraph_cli::util::parse_order)]
     order: VertexOrder,
     /// Import the store with lower lists (`import --lower-lists`: every

@@ -511,7 +511,8 @@ struct Report<'a> {
     runs: Vec<Measured>,
 }
 
-/// The bars (reported, not asserted).
+/// The throughput ratios SolidGraph aims for against the best mmap
+/// contender and against CSR on our I/O engine (reported, not asserted).
 const BAR_VS_MMAP: f64 = 5.0;
 const BAR_VS_CSR_IO: f64 = 1.5;
 

@@ -82,11 +82,9 @@ pub struct SamplingArgs {
     #[arg(long, default_value_t = 1)]
     workers: usize,
     /// Share of SolidGraph's cache budget given to a cache of feature rows
-    /// (the rest caches pages): the caching policy compared. At scale 24,
-    /// 40 cold batches, reads bridging gaps of 4 pages, alternated twice:
-    /// I/Os per batch 22.2K (0.5), 21.5K (0.65), 20.9K (0.8), 20.8K (0.9);
-    /// pages 45.0K, 40.2K, 38.7K, 39.5K; seeds/s 3070/3170, 3100/3282,
-    /// 3178/3324, 3123/3178.
+    /// (the rest caches pages): the caching policy compared. 0.8 took the
+    /// fewest I/Os per batch in the sampling setting (docs/PERFORMANCE.md,
+    /// Row cache).
     #[arg(long, default_value_t = 0.8)]
     row_cache_share: f64,
     /// Rows the row cache admits once full: seen (missed before), all, or
@@ -745,8 +743,7 @@ impl Fnv {
         self.0 = (self.0 ^ x).wrapping_mul(0x0000_0100_0000_01b3);
     }
     /// Four independent lanes folded at the end: one multiply chain over a
-    /// batch's 40 MB of features was ~3% of a sampling run's CPU, inside
-    /// the timed batch.
+    /// batch's features would be a visible share of the timed batch's CPU.
     fn bytes(&mut self, b: &[u8]) {
         let mut lanes = [self.0, self.0 ^ 1, self.0 ^ 2, self.0 ^ 3];
         let mut words = b.chunks_exact(32);

@@ -9,9 +9,9 @@
 //!
 //! A bottom-up miss (no in-neighbor in the frontier) is probed again at the
 //! next level, so its list is kept in memory, up to the page cache's budget
-//! (idle while levels are read as merged ranges): at Kronecker scale 24 the
-//! 478K vertices left after the big level need no second pass, and the
-//! search reads the store once.
+//! (idle while levels are read as merged ranges), so on a power-law graph
+//! the vertices left after the big level need no second pass, and the
+//! search reads the store about once.
 //!
 //! State: the levels (8 bytes per vertex, the output), parents when asked
 //! for, and four bitsets: the frontier, the next one, the vertices still to

@@ -23,7 +23,7 @@ use crate::error::{EngineError, Result};
 /// ids and 4 MiB of row offsets. Up to READERS + 1 are alive at once
 /// (READERS + threads in `Lists::chunks`, whose chunks are mostly pages),
 /// all inside the budget's fixed overhead. The id cap binds on a degree-ordered
-/// store, whose hub pages hold about 2.5x more ids (1-byte gaps).
+/// store, whose hub pages hold many more ids (1-byte gaps).
 const CHUNK: ChunkLimit = ChunkLimit { pages: 1024, edges: 1_500_000, vertices: 1 << 18 };
 /// Threads reading batches ahead of the algorithm.
 const READERS: usize = 2;
@@ -33,8 +33,8 @@ const SPARSE_BATCH: usize = 16 * 1024;
 /// would otherwise hold their whole extents (and their decoded lists, twice
 /// the size) at once, with up to READERS + 1 batches alive.
 const SPARSE_PAGES: usize = CHUNK.pages;
-/// A random page read costs about this many sequential ones on our disks
-/// (fio: 114K IOPS x 4 KiB at depth 64 against 1.28 GB/s sequential).
+/// A random page read costs about this many sequential ones on the disks
+/// measured (docs/PERFORMANCE.md, I/O).
 const RANDOM_COST: f64 = 2.7;
 
 /// The vertices a pass visits.
@@ -237,15 +237,14 @@ pub struct Lists<'a> {
     /// Reads go through the page cache only when it can hold the whole
     /// store. Else a scan would just evict everything, and a pass visits a
     /// vertex once, so selective reads hit no more than the cache's share
-    /// of the store (k-core at scale 24 with 2% cached: 0.4% of pages hit)
-    /// while each miss costs an insert and an eviction, and cached pages
-    /// took twice their budget in heap.
+    /// of the store while each miss costs an insert and an eviction, and
+    /// cached pages take more than their budget in heap.
     cached: bool,
     /// Vertices below this have been planned in the current pass.
     planned: AtomicU64,
     /// CSRs of batches `f` is done with, decoded into again: batches are
-    /// several MiB, and fresh ones per batch fragmented the heap far past
-    /// the memory budget (k-core at scale 24: 100 MiB over its heap).
+    /// several MiB, and fresh ones per batch fragment the heap far past the
+    /// memory budget.
     spare: Mutex<Vec<Csr>>,
 }
 
@@ -308,8 +307,8 @@ impl<'a> Lists<'a> {
     /// Cuts [0, n) into `parts` vertex ranges holding about equal shares of
     /// the first direction's edges (by its GTT, at page bounds): in a
     /// degree-ordered store the first ids hold most edges, so equal id
-    /// ranges gave one part nearly all the work (PageRank's push on two
-    /// cores ran on one). Returns the `parts + 1` bounds, ascending.
+    /// ranges would give one part nearly all the work. Returns the
+    /// `parts + 1` bounds, ascending.
     pub fn edge_cuts(&self, parts: usize) -> Vec<u64> {
         let (g, n) = (&self.gtts[0], self.store.num_nodes());
         let total = if g.is_empty() { 0 } else { g.edges_before(g.len() - 1) };
@@ -376,11 +375,10 @@ impl<'a> Lists<'a> {
     /// (`RangePages`: `f` decodes them into buffers that stay in the CPU
     /// caches); a chunk read while updates are pending, or of the
     /// two-direction view, comes decoded instead. Chunks are the unit of
-    /// parallel work, not their pages: a thread stalled (a vCPU the host
-    /// takes away, 12-17% of the time while our I/O runs) then holds up
-    /// only its own chunk, where splitting every chunk over both threads
-    /// left the other idle at each chunk's end (PageRank at scale 24: 10%
-    /// idle out of core, 3% cached). Chunks cover disjoint vertex ranges,
+    /// parallel work, not their pages: a stalled thread (a vCPU the host
+    /// takes away) then holds up only its own chunk, where splitting every
+    /// chunk over all threads would leave the others idle at each chunk's
+    /// end. Chunks cover disjoint vertex ranges,
     /// in ascending order (asserted), so `f` may write its chunk's range of
     /// a shared array.
     pub fn chunks<R: Send>(&self, f: impl Fn(&Chunk) -> Result<R> + Sync) -> Result<Vec<R>> {
@@ -570,8 +568,7 @@ pub(crate) const AHEAD: usize = 16;
 
 /// Asks the CPU for `values[list[at]]`: algorithms read the state of a
 /// list's neighbors, random reads over arrays far larger than the CPU
-/// caches, and without a hint those loops are bound by their latency
-/// (k-core at Kronecker scale 24: 31% less CPU time).
+/// caches, and without a hint those loops are bound by their latency.
 #[inline]
 pub(crate) fn prefetch<T>(values: &[T], list: &[u64], at: usize) {
     #[cfg(target_arch = "x86_64")]

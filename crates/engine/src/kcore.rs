@@ -6,16 +6,16 @@
 //! only fall, never below the core number, and settle exactly on it.
 //!
 //! Peeling instead needs one pass per bin, each touching chunks all over the
-//! store (1107 passes and 13x the store read at Kronecker scale 24). Here
+//! store, and reads the store many times over. Here
 //! `support[v]` counts v's neighbors whose value is >= v's own; a vertex is
 //! read again only once that falls below its value, i.e. only when it will
 //! fall. After the degree scan and one full round, rounds are bitset
 //! frontiers: the high-degree vertices of the dense core fall slowly, so
 //! the next few rounds still read most of the store, then the rounds turn
-//! into small selective reads (at scale 24: 8x the store in all, against
-//! 13x). A batch's values are computed on both cores from the values at its
-//! start and applied together, then its falls update neighbors' support on
-//! both cores; a vertex woken that the reader has not yet passed is
+//! into small selective reads, and the store is read far fewer times than
+//! peeling reads it. A batch's values are computed on all cores from the
+//! values at its start and applied together, then its falls update
+//! neighbors' support on all cores; a vertex woken that the reader has not yet passed is
 //! computed in the same round. State: two u32 per vertex and three bitsets.
 
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};

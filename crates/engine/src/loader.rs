@@ -66,13 +66,11 @@ impl Default for PrefetchOptions {
     }
 }
 
-/// Scale 24, 5% cache, 20 cold batches (`bench sampling --lookahead`): row
-/// hits 75.6% without lookahead; with the rows beside a read one taken in
-/// when upcoming (`Store::expect_rows`), 82.9% with 16 batches, 83.6% with
-/// 32 and 83.7% with 64, MiB read 3446, 2707, 2638, 2636. Each batch held
-/// ahead costs its sampled subgraph and its rows' entries in `Upcoming`,
-/// ~3-5 MB at [25, 10] x 1024 (peak memory 757 MiB without, 852-889 with
-/// 32).
+/// Batches sampled ahead by default: far enough that the row cache keeps
+/// and takes in most of the rows upcoming batches share (longer lookaheads
+/// add little), near enough that the batches held ahead (each its sampled
+/// subgraph and its rows' entries in `Upcoming`, a few MB at [25, 10] x
+/// 1024) stay a small part of memory. Figures: docs/PERFORMANCE.md, Loader.
 pub const DEFAULT_LOOKAHEAD: usize = 32;
 
 /// The seed of batch `i` of an epoch sampled with `seed`.

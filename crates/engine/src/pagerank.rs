@@ -261,7 +261,7 @@ fn to_ranks(pr: &mut [f64], deg: &[u32]) {
 /// Sum of `share[u]` over `ids[a..b]`. The prefetch looks past `b` into the
 /// lists that follow (a page's lists lie back to back), and four partial
 /// sums keep the adds of a long list from waiting on each other (one
-/// accumulator made every add wait for the one before).
+/// accumulator makes every add wait for the one before).
 #[inline]
 fn gather_sum(share: &[f64], ids: &[u64], a: usize, b: usize) -> f64 {
     let mut acc = [0.0f64; 4];

@@ -197,8 +197,8 @@ pub(crate) fn check_options(store: &Store, o: &SampleOptions) -> Result<()> {
 /// One batch's growing sample.
 struct Growing {
     out: Sample,
-    /// Store id -> local id. Fx, not SipHash: a [25, 10] batch of 1024
-    /// seeds probes it ~280K times.
+    /// Store id -> local id. Fx, not SipHash: a batch probes it once per
+    /// sampled edge.
     local: FxHashMap<u64, u64>,
     /// The current hop's frontier: `out.node[start..end]`.
     start: usize,
@@ -219,9 +219,8 @@ impl Growing {
 /// the union of the group's frontiers once, in the store's order, so a
 /// list (or page of lists) that several batches' frontiers hold is read
 /// once for all of them, not once per batch or again after the page cache
-/// let it go. At scale 24 a hop-2 frontier is ~29K page requests a batch;
-/// replaying 20 batches' requests through a 24K-page LRU, 14.7K miss per
-/// batch alone and 9.9K in groups of 16 (8.1K for all 20 at once).
+/// let it go: hop-2 frontiers of a power-law graph share their high-degree
+/// vertices, so a group misses far fewer pages than its batches alone.
 pub fn sample_subgraphs(store: &Store, batches: &[&[u64]], seeds: &[u64], o: &SampleOptions) -> Result<Vec<Subgraph>> {
     if batches.len() != seeds.len() || batches.is_empty() {
         return Err(EngineError::Invalid(format!("{} batches need as many seeds, not {}, and at least one", batches.len(), seeds.len())));
@@ -273,8 +272,8 @@ pub fn sample_subgraphs(store: &Store, batches: &[&[u64]], seeds: &[u64], o: &Sa
         }
         // Parts are drawn on the pool's threads: a part waits on its reads
         // most of the time, so two at once keep the device busy where one
-        // leaves it idle while the other decodes. At scale 24 the loader's
-        // first group is sampled with nothing to gather beside it.
+        // leaves it idle while the other decodes. This matters most for a
+        // loader's first group, sampled with nothing to gather beside it.
         let drawn: Vec<PartDraws> = parts.par_iter().map(|r| draw_part(store, hop, k, seeds, o, &pairs[r.clone()])).collect::<Result<_>>()?;
         // Pair p's neighbours: drawn[part].ids[a..z] for span[p] = (part, a, z).
         let mut span = Vec::with_capacity(pairs.len());

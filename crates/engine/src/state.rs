@@ -1,7 +1,8 @@
 //! Vertex state arrays: one value per vertex, read at random by every
 //! algorithm (a neighbor's level, root, rank or core value per list entry).
-//! At scale 24 one array spans 64-128 MiB, 16-32K small pages: past the
-//! TLB's reach, so every random read also walks the page table. The arrays
+//! A random-access array of tens to hundreds of MiB spans thousands of small
+//! pages: past the TLB's reach, so every random read also walks the page
+//! table. The arrays
 //! ask for transparent huge pages (`solidgraph_store::mem`).
 
 use solidgraph_store::Store;
@@ -29,8 +30,8 @@ pub fn from_fn<T>(n: usize, f: impl FnMut(usize) -> T) -> Vec<T> {
 /// (`import --order degree` renumbers vertices) and converted by `f`: one
 /// scatter into a new array. Its random writes do not depend on each other,
 /// so the CPU overlaps their cache misses; following the permutation's
-/// cycles in place is a chain of dependent misses (1.5 s for PageRank's
-/// ranks at Kronecker scale 24). Peak memory: both arrays and the map.
+/// cycles in place would be a chain of dependent misses. Peak memory: both
+/// arrays and the map.
 pub fn by_external<T: Copy, U: Copy + Default>(store: &Store, vals: Vec<T>, f: impl Fn(T) -> U) -> Result<Vec<U>> {
     let Some(ext) = store.external_ids()? else {
         return Ok(vals.into_iter().map(f).collect());

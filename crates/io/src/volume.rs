@@ -52,20 +52,18 @@ pub struct VolumeOptions {
     /// 256 KiB when that is larger (many small I/Os share one chunk).
     pub max_io_bytes: usize,
     /// Unwanted pages a read may span to join two wanted runs into one
-    /// I/O. On our disk an I/O costs ~9.5 us of device time plus ~1.9 us
-    /// per 4 KiB page (`bench io` at depth 64: 4 KiB 89K IOPS, 8 KiB 72K,
-    /// 16 KiB 57K, 32 KiB 42K), so bridging up to 4 pages costs the
-    /// device less than a second I/O, and the kernel's CPU per I/O is
-    /// spent once. 0 merges adjacent pages only.
+    /// I/O. An I/O costs the device far more than one more page in it, and
+    /// the kernel's CPU per I/O is spent once, so bridging a few pages
+    /// costs less than a second I/O (figures: docs/PERFORMANCE.md, I/O).
+    /// 0 merges adjacent pages only.
     pub read_gap_pages: usize,
     /// Batches of at most this many I/Os skip the thread hand-off (POSIX).
     pub inline_watermark: usize,
     /// Chunks registered with io_uring as fixed buffers. The default, 64
     /// (16 MiB), covers two threads' batches of 4096 pages (the sampler's
-    /// and the tensor gather's parts): at 16 most reads of such batches
-    /// went to unregistered chunks, each I/O pinning its pages in the
-    /// kernel, and chunks past the spares were allocated (zeroed, faulted
-    /// in) and freed per batch.
+    /// and the tensor gather's parts): a read into an unregistered chunk
+    /// pins its pages in the kernel per I/O, and chunks past the pool's
+    /// spares are allocated and freed per batch.
     pub registered_chunks: usize,
     pub posix_threads: usize,
     pub writable: bool,

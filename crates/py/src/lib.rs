@@ -13,7 +13,7 @@ use pyo3::types::PyDict;
 
 use errors::err;
 
-/// Runs the I/O benchmark (same as `solidgraph bench io`) and returns a dict
+/// Runs the I/O benchmark (same as `solidgraph-bench io`) and returns a dict
 /// with iops, mib_s, p50_us, p99_us and backend.
 #[pyfunction]
 #[pyo3(signature = (paths, size, block=4096, depth=64, seconds=5.0, pattern="randread", backend=None, stripe=262144))]

@@ -2,8 +2,8 @@
 //! refuse io_uring. A batch becomes "lanes": up to `cap` per member, each a
 //! job that takes the member's next op (an atomic index), runs it and takes
 //! another until the member's ops run out. So the in-flight cap holds and a
-//! thread hand-off costs once per lane, not once per I/O (two hand-offs and
-//! two context switches per I/O were the POSIX backend's limit at depth 64).
+//! thread hand-off costs once per lane, not twice per I/O (two hand-offs and
+//! two context switches per I/O would bound the backend at depth 64).
 //! Batches at or below the inline watermark run in the caller's thread: one
 //! page read should not pay for two thread hand-offs.
 

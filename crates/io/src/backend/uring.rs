@@ -16,11 +16,11 @@ use crate::error::{IoError, Result};
 use crate::sync::MutexExt;
 
 /// Ops per io_uring_enter when refilling. Handing the device a few requests
-/// at a time as slots free up, as fio does by default (it submits each I/O
-/// on its own), kept ~10% more IOPS on a virtio disk at depth 64 than one
-/// submit per wake-up with every refill in it: the bursts went to the device
-/// together and came back together. Two per call also stays under the block
-/// layer's plugging threshold.
+/// at a time as slots free up, as fio does by default, keeps its queue
+/// steady; one submit per wake-up with every refill in it sends bursts that
+/// go to the device together and come back together, which costs IOPS on
+/// virtio disks (docs/PERFORMANCE.md, I/O). Two per call also stays under
+/// the block layer's plugging threshold.
 const SUBMIT_GROUP: usize = 2;
 
 struct Ring {
