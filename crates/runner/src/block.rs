@@ -29,29 +29,13 @@ pub struct Block {
 
 impl Block {
     /// A block from its CSR by destination, every invariant checked.
-    pub fn new(
-        n_dst: usize,
-        n_src: usize,
-        indptr: Vec<usize>,
-        indices: Vec<u32>,
-        weights: Option<Vec<f32>>,
-    ) -> Result<Block> {
+    pub fn new(n_dst: usize, n_src: usize, indptr: Vec<usize>, indices: Vec<u32>, weights: Option<Vec<f32>>) -> Result<Block> {
         let bad = |message: String| Err(RunnerError::Block { index: 0, message });
         if n_dst > n_src || n_src > MAX_BLOCK_NODES {
-            return bad(format!(
-                "{n_dst} destinations and {n_src} sources: destinations are the first sources, at most {MAX_BLOCK_NODES}"
-            ));
+            return bad(format!("{n_dst} destinations and {n_src} sources: destinations are the first sources, at most {MAX_BLOCK_NODES}"));
         }
-        if indptr.len() != n_dst + 1
-            || indptr[0] != 0
-            || indptr[n_dst] != indices.len()
-            || indices.len() > MAX_BLOCK_EDGES
-        {
-            return bad(format!(
-                "indptr of {} entries does not frame {} edges over {n_dst} destinations",
-                indptr.len(),
-                indices.len()
-            ));
+        if indptr.len() != n_dst + 1 || indptr[0] != 0 || indptr[n_dst] != indices.len() || indices.len() > MAX_BLOCK_EDGES {
+            return bad(format!("indptr of {} entries does not frame {} edges over {n_dst} destinations", indptr.len(), indices.len()));
         }
         if indptr.windows(2).any(|w| w[0] > w[1]) {
             return bad("indptr decreases".into());
@@ -61,55 +45,27 @@ impl Block {
         }
         if let Some(w) = &weights {
             if w.len() != indices.len() {
-                return bad(format!(
-                    "{} edge weights for {} edges",
-                    w.len(),
-                    indices.len()
-                ));
+                return bad(format!("{} edge weights for {} edges", w.len(), indices.len()));
             }
             if let Some(at) = w.iter().position(|x| !x.is_finite()) {
                 return bad(format!("edge weight {at} is not finite ({})", w[at]));
             }
         }
-        Ok(Block {
-            n_dst,
-            n_src,
-            indptr: indptr.into(),
-            indices: indices.into(),
-            weights: weights.map(Into::into),
-        })
+        Ok(Block { n_dst, n_src, indptr: indptr.into(), indices: indices.into(), weights: weights.map(Into::into) })
     }
 
     /// A block from edges `src[i] -> dst[i]` in local ids; each destination's
     /// edges keep their given order (a stable counting sort).
-    pub fn from_edges(
-        n_dst: usize,
-        n_src: usize,
-        src: &[u64],
-        dst: &[u64],
-        weights: Option<&[f32]>,
-    ) -> Result<Block> {
+    pub fn from_edges(n_dst: usize, n_src: usize, src: &[u64], dst: &[u64], weights: Option<&[f32]>) -> Result<Block> {
         let bad = |message: String| Err(RunnerError::Block { index: 0, message });
         if src.len() != dst.len() || weights.is_some_and(|w| w.len() != src.len()) {
-            return bad(format!(
-                "{} sources, {} destinations and {:?} weights for the edges",
-                src.len(),
-                dst.len(),
-                weights.map(<[f32]>::len)
-            ));
+            return bad(format!("{} sources, {} destinations and {:?} weights for the edges", src.len(), dst.len(), weights.map(<[f32]>::len)));
         }
         if n_dst > n_src || n_src > MAX_BLOCK_NODES {
-            return bad(format!(
-                "{n_dst} destinations and {n_src} sources: destinations are the first sources, at most {MAX_BLOCK_NODES}"
-            ));
+            return bad(format!("{n_dst} destinations and {n_src} sources: destinations are the first sources, at most {MAX_BLOCK_NODES}"));
         }
-        if let Some(i) =
-            (0..src.len()).find(|&i| dst[i] as usize >= n_dst || src[i] as usize >= n_src)
-        {
-            return bad(format!(
-                "edge {i} ({} -> {}) is out of range of {n_src} sources and {n_dst} destinations",
-                src[i], dst[i]
-            ));
+        if let Some(i) = (0..src.len()).find(|&i| dst[i] as usize >= n_dst || src[i] as usize >= n_src) {
+            return bad(format!("edge {i} ({} -> {}) is out of range of {n_src} sources and {n_dst} destinations", src[i], dst[i]));
         }
         let mut indptr = vec![0usize; n_dst + 1];
         for &d in dst {
@@ -164,11 +120,7 @@ impl Block {
                 n_src: self.n_src,
                 indptr: self.indptr.to_vec(),
                 indices: self.indices.to_vec(),
-                coef: self
-                    .weights
-                    .as_deref()
-                    .filter(|_| weighted)
-                    .map_or_else(|| vec![1.0; self.indices.len()], <[f32]>::to_vec),
+                coef: self.weights.as_deref().filter(|_| weighted).map_or_else(|| vec![1.0; self.indices.len()], <[f32]>::to_vec),
             },
             SelfLoops::Add => self.with_loops(weighted),
         };
@@ -184,11 +136,7 @@ impl Block {
     /// row, weighted as the last dropped loop of that row or 1.
     fn with_loops(&self, weighted: bool) -> EdgeView {
         let weight = |e: usize| {
-            if weighted {
-                self.weights.as_deref().map_or(1.0, |w| w[e])
-            } else {
-                1.0
-            }
+            if weighted { self.weights.as_deref().map_or(1.0, |w| w[e]) } else { 1.0 }
         };
         let mut indptr = Vec::with_capacity(self.n_dst + 1);
         let mut indices = Vec::with_capacity(self.indices.len() + self.n_dst);
@@ -208,13 +156,7 @@ impl Block {
             coef.push(loop_weight);
             indptr.push(indices.len());
         }
-        EdgeView {
-            n_dst: self.n_dst,
-            n_src: self.n_src,
-            indptr,
-            indices,
-            coef,
-        }
+        EdgeView { n_dst: self.n_dst, n_src: self.n_src, indptr, indices, coef }
     }
 }
 
@@ -236,21 +178,9 @@ impl EdgeView {
     }
 
     pub fn check(&self) {
-        assert_eq!(
-            self.indptr.len(),
-            self.n_dst + 1,
-            "one indptr entry per destination and one more"
-        );
-        assert_eq!(
-            self.indptr[self.n_dst],
-            self.indices.len(),
-            "indptr frames every edge"
-        );
-        assert_eq!(
-            self.coef.len(),
-            self.indices.len(),
-            "one coefficient per edge"
-        );
+        assert_eq!(self.indptr.len(), self.n_dst + 1, "one indptr entry per destination and one more");
+        assert_eq!(self.indptr[self.n_dst], self.indices.len(), "indptr frames every edge");
+        assert_eq!(self.coef.len(), self.indices.len(), "one coefficient per edge");
     }
 
     /// GCN's `D^-1/2 A D^-1/2`: each coefficient times deg(src)^-1/2 deg(dst)^-1/2, deg the
@@ -259,18 +189,15 @@ impl EdgeView {
     /// in-edges here and takes its weighted out-degree instead.
     fn normalise_sym(&mut self) {
         let mut deg = vec![0f32; self.n_src];
-        for i in 0..self.n_dst {
-            deg[i] = self.coef[self.indptr[i]..self.indptr[i + 1]].iter().sum();
+        for (i, d) in deg.iter_mut().take(self.n_dst).enumerate() {
+            *d = self.coef[self.indptr[i]..self.indptr[i + 1]].iter().sum();
         }
         for (e, &s) in self.indices.iter().enumerate() {
             if s as usize >= self.n_dst {
                 deg[s as usize] += self.coef[e];
             }
         }
-        let inv: Vec<f32> = deg
-            .iter()
-            .map(|&d| if d > 0.0 { 1.0 / d.sqrt() } else { 0.0 })
-            .collect();
+        let inv: Vec<f32> = deg.iter().map(|&d| if d > 0.0 { 1.0 / d.sqrt() } else { 0.0 }).collect();
         for i in 0..self.n_dst {
             for e in self.indptr[i]..self.indptr[i + 1] {
                 self.coef[e] *= inv[self.indices[e] as usize] * inv[i];
@@ -283,19 +210,11 @@ impl EdgeView {
 /// consume, trim-free: every layer is the whole sampled subgraph (all
 /// `sample.node` as sources and destinations, every sampled edge
 /// `row -> col`). `edge_weights`, when given, are aligned with `sample.edge`.
-pub fn blocks_from_sample(
-    sample: &Sample,
-    layers: usize,
-    edge_weights: Option<&[f32]>,
-) -> Result<Vec<Block>> {
+pub fn blocks_from_sample(sample: &Sample, layers: usize, edge_weights: Option<&[f32]>) -> Result<Vec<Block>> {
     let n = sample.node.len();
     let hops: u64 = sample.num_sampled_nodes.iter().sum();
     if hops != n as u64 || sample.row.len() != sample.col.len() {
-        let message = format!(
-            "sample of {n} nodes counts {hops} per hop and has {} rows for {} cols",
-            sample.row.len(),
-            sample.col.len()
-        );
+        let message = format!("sample of {n} nodes counts {hops} per hop and has {} rows for {} cols", sample.row.len(), sample.col.len());
         return Err(RunnerError::Block { index: 0, message });
     }
     let block = Block::from_edges(n, n, &sample.row, &sample.col, edge_weights)?;
@@ -304,13 +223,7 @@ pub fn blocks_from_sample(
 
 /// The full-graph (non-sampled) path: `layers` blocks over one square CSR by
 /// destination of a whole k-hop neighbourhood in local ids (targets first).
-pub fn blocks_full(
-    n: usize,
-    indptr: Vec<usize>,
-    indices: Vec<u32>,
-    weights: Option<Vec<f32>>,
-    layers: usize,
-) -> Result<Vec<Block>> {
+pub fn blocks_full(n: usize, indptr: Vec<usize>, indices: Vec<u32>, weights: Option<Vec<f32>>, layers: usize) -> Result<Vec<Block>> {
     let block = Block::new(n, n, indptr, indices, weights)?;
     Ok(vec![block; layers])
 }

@@ -261,36 +261,13 @@ impl Op {
     /// The values the op reads, in the order kernels receive them.
     pub fn operands(&self) -> Vec<&str> {
         match self {
-            Op::Spmm { x, edge_values, .. } => std::iter::once(x.as_str())
-                .chain(edge_values.as_deref())
-                .collect(),
-            Op::Gemm { x, weight, bias }
-            | Op::SpmmGemm {
-                x, weight, bias, ..
-            } => [x.as_str(), weight]
-                .into_iter()
-                .chain(bias.as_deref())
-                .collect(),
-            Op::Relu { x }
-            | Op::LeakyRelu { x, .. }
-            | Op::Elu { x, .. }
-            | Op::Sigmoid { x }
-            | Op::Tanh { x }
-            | Op::Scale { x, .. } => vec![x],
-            Op::L2Norm { x, .. }
-            | Op::HeadMean { x, .. }
-            | Op::SliceDst { x, .. }
-            | Op::EdgeSoftmax { x, .. } => vec![x],
+            Op::Spmm { x, edge_values, .. } => std::iter::once(x.as_str()).chain(edge_values.as_deref()).collect(),
+            Op::Gemm { x, weight, bias } | Op::SpmmGemm { x, weight, bias, .. } => [x.as_str(), weight].into_iter().chain(bias.as_deref()).collect(),
+            Op::Relu { x } | Op::LeakyRelu { x, .. } | Op::Elu { x, .. } | Op::Sigmoid { x } | Op::Tanh { x } | Op::Scale { x, .. } => vec![x],
+            Op::L2Norm { x, .. } | Op::HeadMean { x, .. } | Op::SliceDst { x, .. } | Op::EdgeSoftmax { x, .. } => vec![x],
             Op::Add { a, b } | Op::Mul { a, b } => vec![a, b],
             Op::Concat { xs } => xs.iter().map(String::as_str).collect(),
-            Op::BatchNorm {
-                x,
-                weight,
-                bias,
-                mean,
-                var,
-                ..
-            } => vec![x, weight, bias, mean, var],
+            Op::BatchNorm { x, weight, bias, mean, var, .. } => vec![x, weight, bias, mean, var],
             Op::HeadDot { x, att, .. } => vec![x, att],
             Op::Sddmm { src, dst, .. } => vec![src, dst],
         }
@@ -299,26 +276,10 @@ impl Op {
     /// The block the op reads and how it sees its edges, if it reads one.
     pub fn edges(&self) -> Option<(usize, SelfLoops, bool, Norm)> {
         match *self {
-            Op::Spmm {
-                block,
-                self_loops,
-                edge_weight,
-                norm,
-                ..
+            Op::Spmm { block, self_loops, edge_weight, norm, .. } | Op::SpmmGemm { block, self_loops, edge_weight, norm, .. } => {
+                Some((block, self_loops, edge_weight, norm))
             }
-            | Op::SpmmGemm {
-                block,
-                self_loops,
-                edge_weight,
-                norm,
-                ..
-            } => Some((block, self_loops, edge_weight, norm)),
-            Op::Sddmm {
-                block, self_loops, ..
-            }
-            | Op::EdgeSoftmax {
-                block, self_loops, ..
-            } => Some((block, self_loops, false, Norm::None)),
+            Op::Sddmm { block, self_loops, .. } | Op::EdgeSoftmax { block, self_loops, .. } => Some((block, self_loops, false, Norm::None)),
             _ => None,
         }
     }
@@ -379,29 +340,17 @@ impl Dfg {
     /// Parses model.json text: format and version first (a newer file is named as such,
     /// not as a list of unknown fields), then each op by name.
     pub fn from_json(text: &str) -> Result<Dfg> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| RunnerError::Json(e.to_string()))?;
+        let value: Value = serde_json::from_str(text).map_err(|e| RunnerError::Json(e.to_string()))?;
         let format = value.get("format").and_then(Value::as_str).unwrap_or("");
         if format != FORMAT {
             return Err(RunnerError::Format(format.into()));
         }
-        let version = value
-            .get("version")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| RunnerError::Json("\"version\" must be a whole number".into()))?;
+        let version = value.get("version").and_then(Value::as_u64).ok_or_else(|| RunnerError::Json("\"version\" must be a whole number".into()))?;
         if version > VERSION {
-            return Err(RunnerError::Version {
-                found: version,
-                supported: VERSION,
-            });
+            return Err(RunnerError::Version { found: version, supported: VERSION });
         }
-        let file: DfgFile =
-            serde_json::from_value(value).map_err(|e| RunnerError::Json(e.to_string()))?;
-        if file.ops.len() > MAX_OPS
-            || file.inputs.len() > MAX_INPUTS
-            || file.weights.len() > MAX_WEIGHTS
-            || file.blocks > MAX_BLOCKS
-        {
+        let file: DfgFile = serde_json::from_value(value).map_err(|e| RunnerError::Json(e.to_string()))?;
+        if file.ops.len() > MAX_OPS || file.inputs.len() > MAX_INPUTS || file.weights.len() > MAX_WEIGHTS || file.blocks > MAX_BLOCKS {
             let message = format!(
                 "{} ops, {} inputs, {} weights, {} blocks: limits are {MAX_OPS}, {MAX_INPUTS}, {MAX_WEIGHTS}, {MAX_BLOCKS}",
                 file.ops.len(),
@@ -411,20 +360,8 @@ impl Dfg {
             );
             return Err(RunnerError::Invalid(message));
         }
-        let ops = file
-            .ops
-            .into_iter()
-            .enumerate()
-            .map(|(index, v)| parse_node(index, v))
-            .collect::<Result<_>>()?;
-        Ok(Dfg {
-            name: file.name,
-            blocks: file.blocks,
-            inputs: file.inputs,
-            weights: file.weights,
-            ops,
-            output: file.output,
-        })
+        let ops = file.ops.into_iter().enumerate().map(|(index, v)| parse_node(index, v)).collect::<Result<_>>()?;
+        Ok(Dfg { name: file.name, blocks: file.blocks, inputs: file.inputs, weights: file.weights, ops, output: file.output })
     }
 
     pub fn to_json(&self) -> String {
@@ -444,44 +381,24 @@ impl Dfg {
 }
 
 fn parse_node(index: usize, mut v: Value) -> Result<Node> {
-    let bad = |message: String| RunnerError::BadOp {
-        index,
-        op: String::new(),
-        message,
-    };
-    let obj = v
-        .as_object_mut()
-        .ok_or_else(|| bad("an op is a JSON object".into()))?;
-    let name = obj
-        .get("op")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad("an op names itself in \"op\"".into()))?
-        .to_string();
+    let bad = |message: String| RunnerError::BadOp { index, op: String::new(), message };
+    let obj = v.as_object_mut().ok_or_else(|| bad("an op is a JSON object".into()))?;
+    let name = obj.get("op").and_then(Value::as_str).ok_or_else(|| bad("an op names itself in \"op\"".into()))?.to_string();
     if !OP_NAMES.contains(&name.as_str()) {
         return Err(RunnerError::UnknownOp { index, name });
     }
     let out = match obj.remove("out") {
         Some(Value::String(s)) => s,
         _ => {
-            return Err(RunnerError::BadOp {
-                index,
-                op: name,
-                message: "\"out\" must name the value the op writes".into(),
-            });
+            return Err(RunnerError::BadOp { index, op: name, message: "\"out\" must name the value the op writes".into() });
         }
     };
-    let op: Op = serde_json::from_value(v).map_err(|e| RunnerError::BadOp {
-        index,
-        op: name.clone(),
-        message: e.to_string(),
-    })?;
+    let op: Op = serde_json::from_value(v).map_err(|e| RunnerError::BadOp { index, op: name.clone(), message: e.to_string() })?;
     Ok(Node { op, out })
 }
 
 fn node_json(node: &Node) -> Value {
     let mut v = serde_json::to_value(&node.op).expect("an op always serialises");
-    v.as_object_mut()
-        .expect("an op serialises to an object")
-        .insert("out".into(), Value::String(node.out.clone()));
+    v.as_object_mut().expect("an op serialises to an object").insert("out".into(), Value::String(node.out.clone()));
     v
 }

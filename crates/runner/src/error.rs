@@ -9,32 +9,19 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum RunnerError {
     #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: {size} bytes is over the limit of {limit}")]
-    TooLarge {
-        path: PathBuf,
-        size: u64,
-        limit: u64,
-    },
+    TooLarge { path: PathBuf, size: u64, limit: u64 },
     #[error("model.json: {0}")]
     Json(String),
     #[error("model.json: format is {0:?}, not \"solidgraph-dfg\"")]
     Format(String),
-    #[error(
-        "model.json: DFG version {found} is newer than this runner's {supported}; upgrade solidgraph"
-    )]
+    #[error("model.json: DFG version {found} is newer than this runner's {supported}; upgrade solidgraph")]
     Version { found: u64, supported: u64 },
     #[error("model.json: op {index} is {name:?}, which this runner does not know")]
     UnknownOp { index: usize, name: String },
     #[error("model.json: op {index} ({op}): {message}")]
-    BadOp {
-        index: usize,
-        op: String,
-        message: String,
-    },
+    BadOp { index: usize, op: String, message: String },
     #[error("model.json: {0}")]
     Invalid(String),
     #[error("weights.safetensors: {0}")]
@@ -44,19 +31,11 @@ pub enum RunnerError {
     #[error("weight {name:?} has dtype {found}, expected F32")]
     WeightDtype { name: String, found: String },
     #[error("weight {name:?} has shape {found:?}, model.json declares {expected:?}")]
-    WeightShape {
-        name: String,
-        found: Vec<usize>,
-        expected: Vec<usize>,
-    },
+    WeightShape { name: String, found: Vec<usize>, expected: Vec<usize> },
     #[error("weight {name:?} holds a non-finite value ({value}) at element {at}")]
     WeightNotFinite { name: String, at: usize, value: f32 },
     #[error("op {index} ({op}): shape mismatch: {message}")]
-    Shape {
-        index: usize,
-        op: String,
-        message: String,
-    },
+    Shape { index: usize, op: String, message: String },
     #[error("input {name:?}: {message}")]
     Input { name: String, message: String },
     #[error("block {index}: {message}")]
@@ -64,12 +43,7 @@ pub enum RunnerError {
     #[error("no kernel for op {op:?} on any enabled device")]
     NoKernel { op: String },
     #[error("kernel {kernel:?} for op {index} ({op}) failed: {message}")]
-    Kernel {
-        index: usize,
-        op: String,
-        kernel: String,
-        message: String,
-    },
+    Kernel { index: usize, op: String, kernel: String, message: String },
     #[error("plugin {path}: {message}")]
     Plugin { path: PathBuf, message: String },
 }

@@ -4,6 +4,7 @@
 pub mod block;
 pub mod dfg;
 pub mod error;
+pub mod fuse;
 pub mod kernels;
 pub mod limits;
 pub mod model;

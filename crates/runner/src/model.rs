@@ -30,11 +30,7 @@ pub struct Model {
 
 impl std::fmt::Debug for Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Model")
-            .field("name", &self.dfg.name)
-            .field("ops", &self.dfg.ops.len())
-            .field("kernels", &self.kernel_names())
-            .finish()
+        f.debug_struct("Model").field("name", &self.dfg.name).field("ops", &self.dfg.ops.len()).field("kernels", &self.kernel_names()).finish()
     }
 }
 
@@ -49,17 +45,10 @@ impl Model {
 
     pub fn load_with(dir: &Path, registry: &Registry) -> Result<Model> {
         let path = dir.join(MODEL_JSON);
-        let io = |source| RunnerError::Io {
-            path: path.clone(),
-            source,
-        };
+        let io = |source| RunnerError::Io { path: path.clone(), source };
         let size = std::fs::metadata(&path).map_err(io)?.len();
         if size > MAX_MODEL_JSON_BYTES {
-            return Err(RunnerError::TooLarge {
-                path,
-                size,
-                limit: MAX_MODEL_JSON_BYTES,
-            });
+            return Err(RunnerError::TooLarge { path, size, limit: MAX_MODEL_JSON_BYTES });
         }
         let dfg = Dfg::from_json(&std::fs::read_to_string(&path).map_err(io)?)?;
         compile(&dfg)?;
@@ -68,29 +57,23 @@ impl Model {
     }
 
     /// A model from a DFG and its weights in memory (the builders', an exporter's).
-    pub fn from_parts(
-        dfg: Dfg,
-        weights: &BTreeMap<String, Weight>,
-        registry: &Registry,
-    ) -> Result<Model> {
-        let plan = compile(&dfg)?;
+    pub fn from_parts(dfg: Dfg, weights: &BTreeMap<String, Weight>, registry: &Registry) -> Result<Model> {
+        Model::build(dfg, weights, registry, true)
+    }
+
+    /// `from_parts` with fusion off: every op of the DFG runs as written (tests, kernel comparisons).
+    pub fn unfused(dfg: Dfg, weights: &BTreeMap<String, Weight>, registry: &Registry) -> Result<Model> {
+        Model::build(dfg, weights, registry, false)
+    }
+
+    fn build(dfg: Dfg, weights: &BTreeMap<String, Weight>, registry: &Registry, fuse: bool) -> Result<Model> {
+        // Errors name the ops as written: the DFG is checked before it is fused.
+        compile(&dfg)?;
+        let plan = if fuse { compile(&crate::fuse::fuse(&dfg))? } else { compile(&dfg)? };
         check_weights(&dfg.weights, weights)?;
-        let weights = plan
-            .weight_names
-            .iter()
-            .map(|n| weights[n].to_tensor())
-            .collect();
-        let kernels = plan
-            .steps
-            .iter()
-            .map(|s| registry.select(s.op.name()))
-            .collect::<Result<_>>()?;
-        Ok(Model {
-            dfg,
-            plan,
-            weights,
-            kernels,
-        })
+        let weights = plan.weight_names.iter().map(|n| weights[n].to_tensor()).collect();
+        let kernels = plan.steps.iter().map(|s| registry.select(s.op.name())).collect::<Result<_>>()?;
+        Ok(Model { dfg, plan, weights, kernels })
     }
 
     pub fn dfg(&self) -> &Dfg {
@@ -118,12 +101,7 @@ impl Model {
 
     /// (op index, op, kernel) of every step: which kernel the registry chose.
     pub fn kernel_names(&self) -> Vec<(usize, &'static str, String)> {
-        self.plan
-            .steps
-            .iter()
-            .zip(&self.kernels)
-            .map(|(s, k)| (s.index, s.op.name(), k.name().to_string()))
-            .collect()
+        self.plan.steps.iter().zip(&self.kernels).map(|(s, k)| (s.index, s.op.name(), k.name().to_string())).collect()
     }
 
     /// Runs the model on one mini-batch: `blocks[l]` is layer l's graph, `inputs`
@@ -138,40 +116,15 @@ impl Model {
             if let Some(k) = key.filter(|k| !views.contains_key(k)) {
                 views.insert(k, blocks[k.0].view(k.1, k.2, k.3));
             }
-            let x: Vec<&Tensor> = step
-                .args
-                .iter()
-                .map(|&s| self.value(s, &bound, &values))
-                .collect();
+            let x: Vec<&Tensor> = step.args.iter().map(|&s| self.value(s, &bound, &values)).collect();
             let block = step.op.block().map(|b| &blocks[b]);
             let edges = key.map(|k| &views[&k]);
-            let shape = |message| RunnerError::Shape {
-                index: step.index,
-                op: step.op.name().into(),
-                message,
-            };
+            let shape = |message| RunnerError::Shape { index: step.index, op: step.op.name().into(), message };
             check_rows(&step.op, &x, block, edges).map_err(shape)?;
-            let fail = |message| RunnerError::Kernel {
-                index: step.index,
-                op: step.op.name().into(),
-                kernel: kernel.name().into(),
-                message,
-            };
-            let out = kernel
-                .run(
-                    &step.op,
-                    &Args {
-                        x: &x,
-                        block,
-                        edges,
-                    },
-                )
-                .map_err(fail)?;
+            let fail = |message| RunnerError::Kernel { index: step.index, op: step.op.name().into(), kernel: kernel.name().into(), message };
+            let out = kernel.run(&step.op, &Args { x: &x, block, edges }).map_err(fail)?;
             if out.cols != step.info.cols {
-                return Err(fail(format!(
-                    "wrote {} columns, the op has {}",
-                    out.cols, step.info.cols
-                )));
+                return Err(fail(format!("wrote {} columns, the op has {}", out.cols, step.info.cols)));
             }
             values[step.out] = Some(out);
             for &v in &step.free {
@@ -186,11 +139,7 @@ impl Model {
     /// rows out (`model(batch.x, batch.edge_index)[:batch.batch_size]`).
     pub fn run_sample(&self, sample: &Sample, edge_weights: Option<&[f32]>) -> Result<Tensor> {
         if sample.tensors.len() != self.dfg.inputs.len() {
-            return Err(RunnerError::Invalid(format!(
-                "the sample gathered {} tensors for the model's {} inputs",
-                sample.tensors.len(),
-                self.dfg.inputs.len()
-            )));
+            return Err(RunnerError::Invalid(format!("the sample gathered {} tensors for the model's {} inputs", sample.tensors.len(), self.dfg.inputs.len())));
         }
         let inputs = self
             .dfg
@@ -204,63 +153,33 @@ impl Model {
         Ok(self.run(&blocks, &inputs)?.head(seeds))
     }
 
-    fn bind_inputs<'a>(
-        &self,
-        blocks: &[Block],
-        inputs: &'a HashMap<String, Tensor>,
-    ) -> Result<Vec<&'a Tensor>> {
+    fn bind_inputs<'a>(&self, blocks: &[Block], inputs: &'a HashMap<String, Tensor>) -> Result<Vec<&'a Tensor>> {
         if blocks.len() != self.dfg.blocks {
-            return Err(RunnerError::Block {
-                index: blocks.len(),
-                message: format!(
-                    "the model reads {} blocks, {} given",
-                    self.dfg.blocks,
-                    blocks.len()
-                ),
-            });
+            return Err(RunnerError::Block { index: blocks.len(), message: format!("the model reads {} blocks, {} given", self.dfg.blocks, blocks.len()) });
         }
         let rows = blocks.first().map(Block::n_src);
         self.dfg
             .inputs
             .iter()
             .map(|spec| {
-                let bad = |message| RunnerError::Input {
-                    name: spec.name.clone(),
-                    message,
-                };
-                let t = inputs
-                    .get(&spec.name)
-                    .ok_or_else(|| bad("missing".into()))?;
+                let bad = |message| RunnerError::Input { name: spec.name.clone(), message };
+                let t = inputs.get(&spec.name).ok_or_else(|| bad("missing".into()))?;
                 if t.cols != spec.cols {
-                    return Err(bad(format!(
-                        "has {} columns, the model was built for {}",
-                        t.cols, spec.cols
-                    )));
+                    return Err(bad(format!("has {} columns, the model was built for {}", t.cols, spec.cols)));
                 }
                 if rows.is_some_and(|r| r != t.rows) {
-                    return Err(bad(format!(
-                        "has {} rows for the {} source nodes of block 0",
-                        t.rows,
-                        rows.unwrap_or(0)
-                    )));
+                    return Err(bad(format!("has {} rows for the {} source nodes of block 0", t.rows, rows.unwrap_or(0))));
                 }
                 Ok(t)
             })
             .collect()
     }
 
-    fn value<'a>(
-        &'a self,
-        slot: Slot,
-        inputs: &[&'a Tensor],
-        values: &'a [Option<Tensor>],
-    ) -> &'a Tensor {
+    fn value<'a>(&'a self, slot: Slot, inputs: &[&'a Tensor], values: &'a [Option<Tensor>]) -> &'a Tensor {
         match slot {
             Slot::Input(i) => inputs[i],
             Slot::Weight(w) => &self.weights[w],
-            Slot::Value(v) => values[v]
-                .as_ref()
-                .expect("a value is written before it is read and freed after its last read"),
+            Slot::Value(v) => values[v].as_ref().expect("a value is written before it is read and freed after its last read"),
         }
     }
 }
@@ -269,10 +188,7 @@ impl Model {
 pub fn save_model(dir: &Path, dfg: &Dfg, weights: &BTreeMap<String, Weight>) -> Result<()> {
     compile(dfg)?;
     check_weights(&dfg.weights, weights)?;
-    std::fs::create_dir_all(dir).map_err(|source| RunnerError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    std::fs::create_dir_all(dir).map_err(|source| RunnerError::Io { path: dir.to_path_buf(), source })?;
     let path = dir.join(MODEL_JSON);
     std::fs::write(&path, dfg.to_json()).map_err(|source| RunnerError::Io { path, source })?;
     write_weights(&dir.join(WEIGHTS_FILE), weights)

@@ -35,21 +35,8 @@ struct Builder {
 
 impl Builder {
     fn new(name: &str, blocks: usize, in_dim: usize) -> Builder {
-        let inputs = vec![InputSpec {
-            name: "x".into(),
-            cols: in_dim,
-        }];
-        Builder {
-            dfg: Dfg {
-                name: name.into(),
-                blocks,
-                inputs,
-                weights: BTreeMap::new(),
-                ops: Vec::new(),
-                output: String::new(),
-            },
-            next: 0,
-        }
+        let inputs = vec![InputSpec { name: "x".into(), cols: in_dim }];
+        Builder { dfg: Dfg { name: name.into(), blocks, inputs, weights: BTreeMap::new(), ops: Vec::new(), output: String::new() }, next: 0 }
     }
 
     fn weight(&mut self, name: String, shape: &[usize]) -> String {
@@ -60,10 +47,7 @@ impl Builder {
     fn op(&mut self, op: Op) -> String {
         let out = format!("v{}", self.next);
         self.next += 1;
-        self.dfg.ops.push(Node {
-            op,
-            out: out.clone(),
-        });
+        self.dfg.ops.push(Node { op, out: out.clone() });
         out
     }
 
@@ -80,14 +64,8 @@ impl Builder {
 }
 
 fn layer_dims(in_dim: usize, widths: &[usize]) -> Vec<(usize, usize)> {
-    assert!(
-        !widths.is_empty() && in_dim > 0,
-        "a model has an input width and at least one layer"
-    );
-    std::iter::once(in_dim)
-        .chain(widths.iter().copied())
-        .zip(widths.iter().copied())
-        .collect()
+    assert!(!widths.is_empty() && in_dim > 0, "a model has an input width and at least one layer");
+    std::iter::once(in_dim).chain(widths.iter().copied()).zip(widths.iter().copied()).collect()
 }
 
 /// A stack of `GCNConv`s of output widths `widths`.
@@ -97,15 +75,7 @@ pub fn gcn(in_dim: usize, widths: &[usize], edge_weight: bool) -> Dfg {
     let mut h = "x".to_string();
     for (l, &d) in dims.iter().enumerate() {
         let lin = b.linear(h, &format!("convs.{l}.lin"), d, false);
-        let agg = b.op(Op::Spmm {
-            x: lin,
-            block: l,
-            reduce: Reduce::Sum,
-            norm: Norm::Sym,
-            self_loops: SelfLoops::Add,
-            edge_weight,
-            edge_values: None,
-        });
+        let agg = b.op(Op::Spmm { x: lin, block: l, reduce: Reduce::Sum, norm: Norm::Sym, self_loops: SelfLoops::Add, edge_weight, edge_values: None });
         let bias = b.weight(format!("convs.{l}.bias"), &[d.1]);
         h = b.op(Op::Add { a: agg, b: bias });
         if l + 1 < dims.len() {
@@ -157,10 +127,7 @@ pub fn gin(in_dim: usize, widths: &[usize], eps: f32) -> Dfg {
             edge_values: None,
         });
         let root = b.op(Op::SliceDst { x: h, block: l });
-        let root = b.op(Op::Scale {
-            x: root,
-            factor: 1.0 + eps,
-        });
+        let root = b.op(Op::Scale { x: root, factor: 1.0 + eps });
         let z = b.op(Op::Add { a: agg, b: root });
         let z = b.linear(z, &format!("convs.{l}.nn.0"), d, true);
         let z = b.op(Op::Relu { x: z });
@@ -186,30 +153,11 @@ pub fn gat(in_dim: usize, widths: &[usize], heads: &[usize], concat_last: bool) 
         let lin = b.linear(h, &format!("{p}.lin"), (width, nh * c), false);
         let att_src = b.weight(format!("{p}.att_src"), &[1, nh, c]);
         let att_dst = b.weight(format!("{p}.att_dst"), &[1, nh, c]);
-        let a_src = b.op(Op::HeadDot {
-            x: lin.clone(),
-            att: att_src,
-            heads: nh,
-        });
-        let a_dst = b.op(Op::HeadDot {
-            x: lin.clone(),
-            att: att_dst,
-            heads: nh,
-        });
-        let e = b.op(Op::Sddmm {
-            src: a_src,
-            dst: a_dst,
-            block: l,
-            self_loops: SelfLoops::Add,
-            mode: ScoreMode::Add,
-            heads: nh,
-        });
+        let a_src = b.op(Op::HeadDot { x: lin.clone(), att: att_src, heads: nh });
+        let a_dst = b.op(Op::HeadDot { x: lin.clone(), att: att_dst, heads: nh });
+        let e = b.op(Op::Sddmm { src: a_src, dst: a_dst, block: l, self_loops: SelfLoops::Add, mode: ScoreMode::Add, heads: nh });
         let e = b.op(Op::LeakyRelu { x: e, slope: 0.2 });
-        let alpha = b.op(Op::EdgeSoftmax {
-            x: e,
-            block: l,
-            self_loops: SelfLoops::Add,
-        });
+        let alpha = b.op(Op::EdgeSoftmax { x: e, block: l, self_loops: SelfLoops::Add });
         let agg = b.op(Op::Spmm {
             x: lin,
             block: l,
@@ -219,11 +167,7 @@ pub fn gat(in_dim: usize, widths: &[usize], heads: &[usize], concat_last: bool) 
             edge_weight: false,
             edge_values: Some(alpha),
         });
-        let (agg, out) = if concat {
-            (agg, nh * c)
-        } else {
-            (b.op(Op::HeadMean { x: agg, heads: nh }), c)
-        };
+        let (agg, out) = if concat { (agg, nh * c) } else { (b.op(Op::HeadMean { x: agg, heads: nh }), c) };
         let bias = b.weight(format!("{p}.bias"), &[out]);
         h = b.op(Op::Add { a: agg, b: bias });
         width = out;
@@ -252,19 +196,13 @@ pub fn ngcf(in_dim: usize, widths: &[usize]) -> Dfg {
             edge_values: None,
         });
         let root = b.op(Op::SliceDst { x: ego, block: l });
-        let bi = b.op(Op::Mul {
-            a: root,
-            b: side.clone(),
-        });
+        let bi = b.op(Op::Mul { a: root, b: side.clone() });
         let sum = b.linear(side, &format!("{p}.W_gc"), d, true);
         let sum = b.op(Op::LeakyRelu { x: sum, slope: 0.2 });
         let bi = b.linear(bi, &format!("{p}.W_bi"), d, true);
         let bi = b.op(Op::LeakyRelu { x: bi, slope: 0.2 });
         ego = b.op(Op::Add { a: sum, b: bi });
-        parts.push(b.op(Op::L2Norm {
-            x: ego.clone(),
-            eps: 1e-12,
-        }));
+        parts.push(b.op(Op::L2Norm { x: ego.clone(), eps: 1e-12 }));
     }
     let out = b.op(Op::Concat { xs: parts });
     b.finish(out)
@@ -281,16 +219,5 @@ pub fn random_weights(dfg: &Dfg, seed: u64, scale: f32) -> BTreeMap<String, Weig
         let bits = (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 24) as f32;
         (2.0 * bits - 1.0) * scale
     };
-    dfg.weights
-        .iter()
-        .map(|(n, shape)| {
-            (
-                n.clone(),
-                Weight::new(
-                    shape.clone(),
-                    (0..shape.iter().product()).map(|_| next()).collect(),
-                ),
-            )
-        })
-        .collect()
+    dfg.weights.iter().map(|(n, shape)| (n.clone(), Weight::new(shape.clone(), (0..shape.iter().product()).map(|_| next()).collect()))).collect()
 }

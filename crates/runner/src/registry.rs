@@ -61,26 +61,10 @@ impl fmt::Debug for Registry {
         let mut ops: Vec<_> = self
             .kernels
             .iter()
-            .map(|(op, es)| {
-                (
-                    op,
-                    es.iter()
-                        .map(|e| {
-                            (
-                                e.kernel.name().to_string(),
-                                e.device.to_string(),
-                                e.priority,
-                            )
-                        })
-                        .collect::<Vec<_>>(),
-                )
-            })
+            .map(|(op, es)| (op, es.iter().map(|e| (e.kernel.name().to_string(), e.device.to_string(), e.priority)).collect::<Vec<_>>()))
             .collect();
         ops.sort();
-        f.debug_struct("Registry")
-            .field("devices", &self.devices)
-            .field("kernels", &ops)
-            .finish()
+        f.debug_struct("Registry").field("devices", &self.devices).field("kernels", &ops).finish()
     }
 }
 
@@ -93,10 +77,7 @@ impl Default for Registry {
 impl Registry {
     /// The "cpu" device and no kernels.
     pub fn empty() -> Registry {
-        Registry {
-            devices: vec![Device::cpu()],
-            kernels: HashMap::new(),
-        }
+        Registry { devices: vec![Device::cpu()], kernels: HashMap::new() }
     }
 
     /// "cpu" with the reference and optimised kernels of every op.
@@ -105,10 +86,8 @@ impl Registry {
         let reference: Arc<dyn Kernel> = Arc::new(Reference);
         let cpu: Arc<dyn Kernel> = Arc::new(Cpu);
         for op in OP_NAMES {
-            r.register(op, Device::cpu(), REFERENCE, reference.clone())
-                .expect("built-in ops are known");
-            r.register(op, Device::cpu(), OPTIMISED, cpu.clone())
-                .expect("built-in ops are known");
+            r.register(op, Device::cpu(), REFERENCE, reference.clone()).expect("built-in ops are known");
+            r.register(op, Device::cpu(), OPTIMISED, cpu.clone()).expect("built-in ops are known");
         }
         r
     }
@@ -130,57 +109,28 @@ impl Registry {
     }
 
     /// Registers `kernel` for `op` on `device` (which must be added) at `priority`.
-    pub fn register(
-        &mut self,
-        op: &str,
-        device: Device,
-        priority: i32,
-        kernel: Arc<dyn Kernel>,
-    ) -> Result<()> {
+    pub fn register(&mut self, op: &str, device: Device, priority: i32, kernel: Arc<dyn Kernel>) -> Result<()> {
         if !OP_NAMES.contains(&op) {
-            return Err(RunnerError::UnknownOp {
-                index: 0,
-                name: op.into(),
-            });
+            return Err(RunnerError::UnknownOp { index: 0, name: op.into() });
         }
         if !self.devices.contains(&device) {
-            return Err(RunnerError::Invalid(format!(
-                "kernel {:?} for {op} names device {device}, which is not added",
-                kernel.name()
-            )));
+            return Err(RunnerError::Invalid(format!("kernel {:?} for {op} names device {device}, which is not added", kernel.name())));
         }
         let list = self.kernels.entry(op.to_string()).or_default();
-        let at = list
-            .iter()
-            .position(|e| e.priority < priority)
-            .unwrap_or(list.len());
-        list.insert(
-            at,
-            Entry {
-                device,
-                priority,
-                kernel,
-            },
-        );
+        let at = list.iter().position(|e| e.priority < priority).unwrap_or(list.len());
+        list.insert(at, Entry { device, priority, kernel });
         Ok(())
     }
 
     /// The kernel that runs `op`: the highest-priority available one on an enabled device.
     pub fn select(&self, op: &str) -> Result<Arc<dyn Kernel>> {
         let list = self.kernels.get(op).map(Vec::as_slice).unwrap_or_default();
-        let best = list
-            .iter()
-            .find(|e| self.devices.contains(&e.device) && e.kernel.available());
-        best.map(|e| e.kernel.clone())
-            .ok_or_else(|| RunnerError::NoKernel { op: op.into() })
+        let best = list.iter().find(|e| self.devices.contains(&e.device) && e.kernel.available());
+        best.map(|e| e.kernel.clone()).ok_or_else(|| RunnerError::NoKernel { op: op.into() })
     }
 
     /// Every kernel of `op` as (kernel name, device, priority), highest priority first.
     pub fn kernels(&self, op: &str) -> Vec<(String, Device, i32)> {
-        self.kernels.get(op).map_or_else(Vec::new, |l| {
-            l.iter()
-                .map(|e| (e.kernel.name().to_string(), e.device.clone(), e.priority))
-                .collect()
-        })
+        self.kernels.get(op).map_or_else(Vec::new, |l| l.iter().map(|e| (e.kernel.name().to_string(), e.device.clone(), e.priority)).collect())
     }
 }

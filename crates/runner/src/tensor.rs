@@ -16,11 +16,7 @@ pub struct Tensor {
 
 impl Tensor {
     pub fn new(rows: usize, cols: usize, data: Vec<f32>) -> Tensor {
-        assert_eq!(
-            rows.checked_mul(cols),
-            Some(data.len()),
-            "tensor data holds rows * cols values"
-        );
+        assert_eq!(rows.checked_mul(cols), Some(data.len()), "tensor data holds rows * cols values");
         Tensor { rows, cols, data }
     }
 
@@ -30,18 +26,9 @@ impl Tensor {
 
     /// Builds a tensor from caller data, checking the shape instead of asserting it.
     pub fn from_vec(name: &str, rows: usize, cols: usize, data: Vec<f32>) -> Result<Tensor> {
-        if rows.checked_mul(cols) != Some(data.len())
-            || cols > MAX_COLS
-            || data.len() > MAX_ELEMENTS
-        {
-            let message = format!(
-                "{} values do not make a {rows} x {cols} tensor (limits: {MAX_COLS} columns, {MAX_ELEMENTS} values)",
-                data.len()
-            );
-            return Err(RunnerError::Input {
-                name: name.into(),
-                message,
-            });
+        if rows.checked_mul(cols) != Some(data.len()) || cols > MAX_COLS || data.len() > MAX_ELEMENTS {
+            let message = format!("{} values do not make a {rows} x {cols} tensor (limits: {MAX_COLS} columns, {MAX_ELEMENTS} values)", data.len());
+            return Err(RunnerError::Input { name: name.into(), message });
         }
         Ok(Tensor { rows, cols, data })
     }
@@ -50,41 +37,24 @@ impl Tensor {
     pub fn from_rows(name: &str, rows: &Rows) -> Result<Tensor> {
         let cols = rows.dim as usize;
         let width = |size: usize| cols.checked_mul(size).filter(|&w| w > 0);
-        let input = |message: String| RunnerError::Input {
-            name: name.into(),
-            message,
-        };
+        let input = |message: String| RunnerError::Input { name: name.into(), message };
         let data: Vec<f32> = match rows.dtype {
             DType::F32 => {
                 let w = width(4).ok_or_else(|| input("zero-width tensor".into()))?;
-                if rows.data.len() % w != 0 {
-                    return Err(input(format!(
-                        "{} bytes are not whole rows of {w}",
-                        rows.data.len()
-                    )));
+                if !rows.data.len().is_multiple_of(w) {
+                    return Err(input(format!("{} bytes are not whole rows of {w}", rows.data.len())));
                 }
-                rows.data
-                    .chunks_exact(4)
-                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                    .collect()
+                rows.data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
             }
             DType::F16 => {
                 let w = width(2).ok_or_else(|| input("zero-width tensor".into()))?;
-                if rows.data.len() % w != 0 {
-                    return Err(input(format!(
-                        "{} bytes are not whole rows of {w}",
-                        rows.data.len()
-                    )));
+                if !rows.data.len().is_multiple_of(w) {
+                    return Err(input(format!("{} bytes are not whole rows of {w}", rows.data.len())));
                 }
-                rows.data
-                    .chunks_exact(2)
-                    .map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
-                    .collect()
+                rows.data.chunks_exact(2).map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]]))).collect()
             }
             other => {
-                return Err(input(format!(
-                    "dtype {other:?} is not f32; the runner computes in f32"
-                )));
+                return Err(input(format!("dtype {other:?} is not f32; the runner computes in f32")));
             }
         };
         let n = data.len() / cols;
@@ -107,16 +77,8 @@ impl Tensor {
 
     /// The largest |a - b| / max(1, |b|) over all elements: the tests' tolerance measure.
     pub fn max_rel_diff(&self, other: &Tensor) -> f32 {
-        assert_eq!(
-            (self.rows, self.cols),
-            (other.rows, other.cols),
-            "compared tensors have one shape"
-        );
-        self.data
-            .iter()
-            .zip(&other.data)
-            .map(|(a, b)| (a - b).abs() / b.abs().max(1.0))
-            .fold(0.0, f32::max)
+        assert_eq!((self.rows, self.cols), (other.rows, other.cols), "compared tensors have one shape");
+        self.data.iter().zip(&other.data).map(|(a, b)| (a - b).abs() / b.abs().max(1.0)).fold(0.0, f32::max)
     }
 }
 
@@ -129,11 +91,7 @@ pub fn f16_to_f32(h: u16) -> f32 {
         (0, 0) => sign,
         (0, f) => {
             // Subnormal: value = f * 2^-24, exact in f32.
-            return if sign != 0 {
-                -(f as f32) * 2f32.powi(-24)
-            } else {
-                f as f32 * 2f32.powi(-24)
-            };
+            return if sign != 0 { -(f as f32) * 2f32.powi(-24) } else { f as f32 * 2f32.powi(-24) };
         }
         (0x1f, f) => sign | 0x7f80_0000 | (f << 13),
         (e, f) => sign | ((e + 112) << 23) | (f << 13),

@@ -29,20 +29,9 @@ impl Kernel for Cpu {
     fn run(&self, op: &Op, a: &Args) -> Result<Tensor, String> {
         let x = a.x;
         Ok(match op {
-            Op::Spmm { reduce, .. } => spmm(
-                x[0],
-                a.edges.expect("spmm reads edges"),
-                *reduce,
-                x.get(1).copied(),
-            ),
+            Op::Spmm { reduce, .. } => spmm(x[0], a.edges.expect("spmm reads edges"), *reduce, x.get(1).copied()),
             Op::Gemm { .. } => gemm(x[0], x[1], x.get(2).copied()),
-            Op::SpmmGemm { reduce, .. } => spmm_gemm(
-                x[0],
-                a.edges.expect("spmm_gemm reads edges"),
-                *reduce,
-                x[1],
-                x.get(2).copied(),
-            ),
+            Op::SpmmGemm { reduce, .. } => spmm_gemm(x[0], a.edges.expect("spmm_gemm reads edges"), *reduce, x[1], x.get(2).copied()),
             Op::Relu { .. } => map(x[0], |v| v.max(0.0)),
             Op::LeakyRelu { slope, .. } => map(x[0], |v| if v > 0.0 { v } else { slope * v }),
             Op::Elu { alpha, .. } => map(x[0], |v| if v > 0.0 { v } else { alpha * v.exp_m1() }),
@@ -67,28 +56,15 @@ impl Kernel for Cpu {
             Op::HeadDot { heads, .. } => rows(x[0].rows, *heads, |i, row| {
                 let c = x[0].cols / heads;
                 for (h, o) in row.iter_mut().enumerate() {
-                    *o = dot(
-                        &x[0].row(i)[h * c..(h + 1) * c],
-                        &x[1].data[h * c..(h + 1) * c],
-                    );
+                    *o = dot(&x[0].row(i)[h * c..(h + 1) * c], &x[1].data[h * c..(h + 1) * c]);
                 }
             }),
-            Op::Sddmm { mode, heads, .. } => sddmm(
-                x[0],
-                x[1],
-                a.edges.expect("sddmm reads edges"),
-                *mode,
-                *heads,
-            ),
-            Op::EdgeSoftmax { .. } => {
-                edge_softmax(x[0], a.edges.expect("edge_softmax reads edges"))
-            }
+            Op::Sddmm { mode, heads, .. } => sddmm(x[0], x[1], a.edges.expect("sddmm reads edges"), *mode, *heads),
+            Op::EdgeSoftmax { .. } => edge_softmax(x[0], a.edges.expect("edge_softmax reads edges")),
             Op::HeadMean { heads, .. } => rows(x[0].rows, x[0].cols / heads, |i, row| {
                 let c = row.len();
                 for (h, part) in x[0].row(i).chunks_exact(c).enumerate() {
-                    row.iter_mut()
-                        .zip(part)
-                        .for_each(|(o, v)| *o = if h == 0 { *v } else { *o + v });
+                    row.iter_mut().zip(part).for_each(|(o, v)| *o = if h == 0 { *v } else { *o + v });
                 }
                 row.iter_mut().for_each(|o| *o /= *heads as f32);
             }),
@@ -101,30 +77,21 @@ impl Kernel for Cpu {
 fn rows(n: usize, cols: usize, f: impl Fn(usize, &mut [f32]) + Sync) -> Tensor {
     let mut out = Tensor::zeros(n, cols);
     if cols > 0 {
-        out.data
-            .par_chunks_mut(cols)
-            .with_min_len(ROWS_PER_TASK)
-            .enumerate()
-            .for_each(|(i, row)| f(i, row));
+        out.data.par_chunks_mut(cols).with_min_len(ROWS_PER_TASK).enumerate().for_each(|(i, row)| f(i, row));
     }
     out
 }
 
 fn map(x: &Tensor, f: impl Fn(f32) -> f32 + Sync) -> Tensor {
     let mut out = x.clone();
-    out.data
-        .par_chunks_mut(ROWS_PER_TASK * 64)
-        .for_each(|c| c.iter_mut().for_each(|v| *v = f(*v)));
+    out.data.par_chunks_mut(ROWS_PER_TASK * 64).for_each(|c| c.iter_mut().for_each(|v| *v = f(*v)));
     out
 }
 
 fn zip(a: &Tensor, b: &Tensor, f: impl Fn(f32, f32) -> f32 + Sync) -> Tensor {
     rows(a.rows, a.cols, |i, row| {
         let bi = if b.rows == 1 { b.row(0) } else { b.row(i) };
-        row.iter_mut()
-            .zip(a.row(i))
-            .zip(bi)
-            .for_each(|((o, p), q)| *o = f(*p, *q));
+        row.iter_mut().zip(a.row(i)).zip(bi).for_each(|((o, p), q)| *o = f(*p, *q));
     })
 }
 
@@ -135,12 +102,8 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 fn batch_norm(x: &[&Tensor], eps: f32) -> Tensor {
     let (t, w, b, m, var) = (x[0], x[1], x[2], x[3], x[4]);
     // One scale and shift per column, computed once.
-    let scale: Vec<f32> = (0..t.cols)
-        .map(|j| w.data[j] / (var.data[j] + eps).sqrt())
-        .collect();
-    let shift: Vec<f32> = (0..t.cols)
-        .map(|j| b.data[j] - m.data[j] * scale[j])
-        .collect();
+    let scale: Vec<f32> = (0..t.cols).map(|j| w.data[j] / (var.data[j] + eps).sqrt()).collect();
+    let shift: Vec<f32> = (0..t.cols).map(|j| b.data[j] - m.data[j] * scale[j]).collect();
     rows(t.rows, t.cols, |i, row| {
         for (j, o) in row.iter_mut().enumerate() {
             *o = t.row(i)[j] * scale[j] + shift[j];
@@ -149,14 +112,7 @@ fn batch_norm(x: &[&Tensor], eps: f32) -> Tensor {
 }
 
 /// One destination's aggregate into `row` (zeroed by the caller).
-fn aggregate_row(
-    row: &mut [f32],
-    x: &Tensor,
-    v: &EdgeView,
-    es: std::ops::Range<usize>,
-    reduce: Reduce,
-    values: Option<&Tensor>,
-) {
+fn aggregate_row(row: &mut [f32], x: &Tensor, v: &EdgeView, es: std::ops::Range<usize>, reduce: Reduce, values: Option<&Tensor>) {
     if es.is_empty() {
         return;
     }
@@ -181,9 +137,7 @@ fn aggregate_row(
 }
 
 pub fn spmm(x: &Tensor, v: &EdgeView, reduce: Reduce, values: Option<&Tensor>) -> Tensor {
-    rows(v.n_dst, x.cols, |d, row| {
-        aggregate_row(row, x, v, v.indptr[d]..v.indptr[d + 1], reduce, values)
-    })
+    rows(v.n_dst, x.cols, |d, row| aggregate_row(row, x, v, v.indptr[d]..v.indptr[d + 1], reduce, values))
 }
 
 /// `x W^T + b` with `gemm` (its `dst := alpha dst + beta lhs rhs`: alpha
@@ -196,30 +150,17 @@ pub fn gemm(x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Tensor {
 }
 
 /// Rows `lo..hi` of `x W^T + b` into `dst` (`(hi - lo) * w.rows` values).
-fn gemm_into(
-    dst: &mut [f32],
-    x: &Tensor,
-    lo: usize,
-    hi: usize,
-    w: &Tensor,
-    bias: Option<&Tensor>,
-    parallel: bool,
-) {
+fn gemm_into(dst: &mut [f32], x: &Tensor, lo: usize, hi: usize, w: &Tensor, bias: Option<&Tensor>, parallel: bool) {
     let (m, n, k) = (hi - lo, w.rows, x.cols);
     assert_eq!(dst.len(), m * n, "gemm writes m x n values");
     assert_eq!(w.cols, k, "gemm reads x [m, k] and w [n, k]");
     if let Some(b) = bias {
-        dst.chunks_exact_mut(n.max(1))
-            .for_each(|row| row.copy_from_slice(&b.data));
+        dst.chunks_exact_mut(n.max(1)).for_each(|row| row.copy_from_slice(&b.data));
     }
     if m == 0 || n == 0 || k == 0 {
         return;
     }
-    let parallelism = if parallel {
-        Parallelism::Rayon(rayon::current_num_threads())
-    } else {
-        Parallelism::None
-    };
+    let parallelism = if parallel { Parallelism::Rayon(rayon::current_num_threads()) } else { Parallelism::None };
     let lhs = x.data[lo * k..hi * k].as_ptr();
     // SAFETY: dst is m x n row-major (row stride n), lhs the m x k rows of x
     // (row stride k), rhs is W^T read in place: element (kk, j) is w[j][kk],
@@ -252,38 +193,22 @@ fn gemm_into(
 
 /// Aggregation and GEMM per chunk of destinations: the chunk's aggregated rows
 /// are computed into a buffer that stays in cache and multiplied at once.
-pub fn spmm_gemm(
-    x: &Tensor,
-    v: &EdgeView,
-    reduce: Reduce,
-    w: &Tensor,
-    bias: Option<&Tensor>,
-) -> Tensor {
+pub fn spmm_gemm(x: &Tensor, v: &EdgeView, reduce: Reduce, w: &Tensor, bias: Option<&Tensor>) -> Tensor {
     assert!(reduce != Reduce::Max, "max does not commute with the GEMM");
     let n = w.rows;
     let mut out = Tensor::zeros(v.n_dst, n);
     if n == 0 {
         return out;
     }
-    out.data
-        .par_chunks_mut(FUSED_CHUNK * n)
-        .enumerate()
-        .for_each(|(chunk, dst)| {
-            let lo = chunk * FUSED_CHUNK;
-            let hi = lo + dst.len() / n;
-            let mut agg = Tensor::zeros(hi - lo, x.cols);
-            for d in lo..hi {
-                aggregate_row(
-                    agg.row_mut(d - lo),
-                    x,
-                    v,
-                    v.indptr[d]..v.indptr[d + 1],
-                    reduce,
-                    None,
-                );
-            }
-            gemm_into(dst, &agg, 0, hi - lo, w, bias, false);
-        });
+    out.data.par_chunks_mut(FUSED_CHUNK * n).enumerate().for_each(|(chunk, dst)| {
+        let lo = chunk * FUSED_CHUNK;
+        let hi = lo + dst.len() / n;
+        let mut agg = Tensor::zeros(hi - lo, x.cols);
+        for d in lo..hi {
+            aggregate_row(agg.row_mut(d - lo), x, v, v.indptr[d]..v.indptr[d + 1], reduce, None);
+        }
+        gemm_into(dst, &agg, 0, hi - lo, w, bias, false);
+    });
     out
 }
 
@@ -300,56 +225,36 @@ fn edge_rows<'a>(data: &'a mut [f32], v: &EdgeView, cols: usize) -> Vec<&'a mut 
 }
 
 pub fn sddmm(src: &Tensor, dst: &Tensor, v: &EdgeView, mode: ScoreMode, heads: usize) -> Tensor {
-    let cols = if mode == ScoreMode::Add {
-        src.cols
-    } else {
-        heads
-    };
+    let cols = if mode == ScoreMode::Add { src.cols } else { heads };
     let c = src.cols / heads;
     let mut out = Tensor::zeros(v.num_edges(), cols);
-    edge_rows(&mut out.data, v, cols)
-        .into_par_iter()
-        .with_min_len(ROWS_PER_TASK)
-        .enumerate()
-        .for_each(|(d, part)| {
-            let drow = dst.row(d);
-            for (k, o) in part.chunks_exact_mut(cols).enumerate() {
-                let srow = src.row(v.indices[v.indptr[d] + k] as usize);
-                match mode {
-                    ScoreMode::Add => o
-                        .iter_mut()
-                        .zip(srow)
-                        .zip(drow)
-                        .for_each(|((o, s), t)| *o = s + t),
-                    ScoreMode::Dot => o.iter_mut().enumerate().for_each(|(h, o)| {
-                        *o = dot(&srow[h * c..(h + 1) * c], &drow[h * c..(h + 1) * c])
-                    }),
-                }
+    edge_rows(&mut out.data, v, cols).into_par_iter().with_min_len(ROWS_PER_TASK).enumerate().for_each(|(d, part)| {
+        let drow = dst.row(d);
+        for (k, o) in part.chunks_exact_mut(cols).enumerate() {
+            let srow = src.row(v.indices[v.indptr[d] + k] as usize);
+            match mode {
+                ScoreMode::Add => o.iter_mut().zip(srow).zip(drow).for_each(|((o, s), t)| *o = s + t),
+                ScoreMode::Dot => o.iter_mut().enumerate().for_each(|(h, o)| *o = dot(&srow[h * c..(h + 1) * c], &drow[h * c..(h + 1) * c])),
             }
-        });
+        }
+    });
     out
 }
 
 pub fn edge_softmax(x: &Tensor, v: &EdgeView) -> Tensor {
     let cols = x.cols;
     let mut out = x.clone();
-    edge_rows(&mut out.data, v, cols)
-        .into_par_iter()
-        .with_min_len(ROWS_PER_TASK)
-        .for_each(|part| {
-            for j in 0..cols {
-                let max = part
-                    .chunks_exact(cols)
-                    .map(|r| r[j])
-                    .fold(f32::NEG_INFINITY, f32::max);
-                let mut sum = 0.0;
-                for r in part.chunks_exact_mut(cols) {
-                    r[j] = (r[j] - max).exp();
-                    sum += r[j];
-                }
-                let inv = 1.0 / (sum + 1e-16);
-                part.chunks_exact_mut(cols).for_each(|r| r[j] *= inv);
+    edge_rows(&mut out.data, v, cols).into_par_iter().with_min_len(ROWS_PER_TASK).for_each(|part| {
+        for j in 0..cols {
+            let max = part.chunks_exact(cols).map(|r| r[j]).fold(f32::NEG_INFINITY, f32::max);
+            let mut sum = 0.0;
+            for r in part.chunks_exact_mut(cols) {
+                r[j] = (r[j] - max).exp();
+                sum += r[j];
             }
-        });
+            let inv = 1.0 / (sum + 1e-16);
+            part.chunks_exact_mut(cols).for_each(|r| r[j] *= inv);
+        }
+    });
     out
 }

@@ -17,23 +17,12 @@ impl Kernel for Reference {
     fn run(&self, op: &Op, a: &Args) -> Result<Tensor, String> {
         let x = a.x;
         Ok(match op {
-            Op::Spmm { reduce, .. } => spmm(
-                x[0],
-                a.edges.expect("spmm reads edges"),
-                *reduce,
-                x.get(1).copied(),
-            ),
+            Op::Spmm { reduce, .. } => spmm(x[0], a.edges.expect("spmm reads edges"), *reduce, x.get(1).copied()),
             Op::Gemm { .. } => gemm(x[0], x[1], x.get(2).copied()),
-            Op::SpmmGemm { reduce, .. } => gemm(
-                &spmm(x[0], a.edges.expect("spmm_gemm reads edges"), *reduce, None),
-                x[1],
-                x.get(2).copied(),
-            ),
+            Op::SpmmGemm { reduce, .. } => gemm(&spmm(x[0], a.edges.expect("spmm_gemm reads edges"), *reduce, None), x[1], x.get(2).copied()),
             Op::Relu { .. } => map(x[0], |v| v.max(0.0)),
             Op::LeakyRelu { slope, .. } => map(x[0], |v| if v > 0.0 { v } else { slope * v }),
-            Op::Elu { alpha, .. } => {
-                map(x[0], |v| if v > 0.0 { v } else { alpha * (v.exp() - 1.0) })
-            }
+            Op::Elu { alpha, .. } => map(x[0], |v| if v > 0.0 { v } else { alpha * (v.exp() - 1.0) }),
             Op::Sigmoid { .. } => map(x[0], |v| 1.0 / (1.0 + (-v).exp())),
             Op::Tanh { .. } => map(x[0], f32::tanh),
             Op::Scale { factor, .. } => map(x[0], |v| v * factor),
@@ -43,16 +32,8 @@ impl Kernel for Reference {
             Op::L2Norm { eps, .. } => l2_norm(x[0], *eps),
             Op::BatchNorm { eps, .. } => batch_norm(x, *eps),
             Op::HeadDot { heads, .. } => head_dot(x[0], x[1], *heads),
-            Op::Sddmm { mode, heads, .. } => sddmm(
-                x[0],
-                x[1],
-                a.edges.expect("sddmm reads edges"),
-                *mode,
-                *heads,
-            ),
-            Op::EdgeSoftmax { .. } => {
-                edge_softmax(x[0], a.edges.expect("edge_softmax reads edges"))
-            }
+            Op::Sddmm { mode, heads, .. } => sddmm(x[0], x[1], a.edges.expect("sddmm reads edges"), *mode, *heads),
+            Op::EdgeSoftmax { .. } => edge_softmax(x[0], a.edges.expect("edge_softmax reads edges")),
             Op::HeadMean { heads, .. } => head_mean(x[0], *heads),
             Op::SliceDst { .. } => x[0].head(a.block.expect("slice_dst reads a block").n_dst()),
         })
@@ -68,19 +49,11 @@ pub fn spmm(x: &Tensor, v: &EdgeView, reduce: Reduce, values: Option<&Tensor>) -
             continue;
         }
         for j in 0..c {
-            let mut acc = if reduce == Reduce::Max {
-                f32::NEG_INFINITY
-            } else {
-                0.0
-            };
+            let mut acc = if reduce == Reduce::Max { f32::NEG_INFINITY } else { 0.0 };
             for e in es.clone() {
                 let w = v.coef[e] * values.map_or(1.0, |ev| ev.data[e * ev.cols + j / group]);
                 let m = w * x.data[v.indices[e] as usize * c + j];
-                acc = if reduce == Reduce::Max {
-                    acc.max(m)
-                } else {
-                    acc + m
-                };
+                acc = if reduce == Reduce::Max { acc.max(m) } else { acc + m };
             }
             if reduce == Reduce::Mean {
                 acc /= es.len() as f32;
@@ -147,9 +120,7 @@ fn batch_norm(x: &[&Tensor], eps: f32) -> Tensor {
     let mut out = t.clone();
     for i in 0..t.rows {
         for j in 0..t.cols {
-            out.data[i * t.cols + j] =
-                (t.data[i * t.cols + j] - m.data[j]) / (var.data[j] + eps).sqrt() * w.data[j]
-                    + b.data[j];
+            out.data[i * t.cols + j] = (t.data[i * t.cols + j] - m.data[j]) / (var.data[j] + eps).sqrt() * w.data[j] + b.data[j];
         }
     }
     out
@@ -160,20 +131,14 @@ fn head_dot(x: &Tensor, att: &Tensor, heads: usize) -> Tensor {
     let mut out = Tensor::zeros(x.rows, heads);
     for i in 0..x.rows {
         for h in 0..heads {
-            out.data[i * heads + h] = (0..c)
-                .map(|k| x.data[i * x.cols + h * c + k] * att.data[h * c + k])
-                .sum();
+            out.data[i * heads + h] = (0..c).map(|k| x.data[i * x.cols + h * c + k] * att.data[h * c + k]).sum();
         }
     }
     out
 }
 
 pub fn sddmm(src: &Tensor, dst: &Tensor, v: &EdgeView, mode: ScoreMode, heads: usize) -> Tensor {
-    let cols = if mode == ScoreMode::Add {
-        src.cols
-    } else {
-        heads
-    };
+    let cols = if mode == ScoreMode::Add { src.cols } else { heads };
     let c = src.cols / heads;
     let mut out = Tensor::zeros(v.num_edges(), cols);
     for (d, es) in rows_of(v).enumerate() {
@@ -182,11 +147,7 @@ pub fn sddmm(src: &Tensor, dst: &Tensor, v: &EdgeView, mode: ScoreMode, heads: u
             for j in 0..cols {
                 out.data[e * cols + j] = match mode {
                     ScoreMode::Add => src.data[s * src.cols + j] + dst.data[d * dst.cols + j],
-                    ScoreMode::Dot => (0..c)
-                        .map(|k| {
-                            src.data[s * src.cols + j * c + k] * dst.data[d * dst.cols + j * c + k]
-                        })
-                        .sum(),
+                    ScoreMode::Dot => (0..c).map(|k| src.data[s * src.cols + j * c + k] * dst.data[d * dst.cols + j * c + k]).sum(),
                 };
             }
         }
@@ -199,14 +160,8 @@ pub fn edge_softmax(x: &Tensor, v: &EdgeView) -> Tensor {
     let mut out = x.clone();
     for es in rows_of(v) {
         for j in 0..x.cols {
-            let max = es
-                .clone()
-                .map(|e| x.data[e * x.cols + j])
-                .fold(f32::NEG_INFINITY, f32::max);
-            let sum: f32 = es
-                .clone()
-                .map(|e| (x.data[e * x.cols + j] - max).exp())
-                .sum();
+            let max = es.clone().map(|e| x.data[e * x.cols + j]).fold(f32::NEG_INFINITY, f32::max);
+            let sum: f32 = es.clone().map(|e| (x.data[e * x.cols + j] - max).exp()).sum();
             for e in es.clone() {
                 out.data[e * x.cols + j] = (x.data[e * x.cols + j] - max).exp() / (sum + 1e-16);
             }
@@ -220,10 +175,7 @@ fn head_mean(x: &Tensor, heads: usize) -> Tensor {
     let mut out = Tensor::zeros(x.rows, c);
     for i in 0..x.rows {
         for k in 0..c {
-            out.data[i * c + k] = (0..heads)
-                .map(|h| x.data[i * x.cols + h * c + k])
-                .sum::<f32>()
-                / heads as f32;
+            out.data[i * c + k] = (0..heads).map(|h| x.data[i * x.cols + h * c + k]).sum::<f32>() / heads as f32;
         }
     }
     out

@@ -26,13 +26,7 @@ pub fn random_edges(n: usize, m: usize, seed: u64) -> Vec<(usize, usize)> {
 
 pub fn random_tensor(rows: usize, cols: usize, seed: u64) -> Tensor {
     let mut rng = StdRng::seed_from_u64(seed);
-    Tensor::new(
-        rows,
-        cols,
-        (0..rows * cols)
-            .map(|_| rng.random_range(-1.0..1.0))
-            .collect(),
-    )
+    Tensor::new(rows, cols, (0..rows * cols).map(|_| rng.random_range(-1.0..1.0)).collect())
 }
 
 pub fn to_mat(t: &Tensor) -> Mat {
@@ -47,29 +41,15 @@ pub fn from_mat(m: &Mat) -> Tensor {
 /// x W^T + b, W as PyTorch's `[out, in]`.
 pub fn linear(x: &Mat, w: &Weight, b: Option<&Weight>) -> Mat {
     let (out, inn) = (w.shape[0], w.shape[1]);
-    x.iter()
-        .map(|r| {
-            (0..out)
-                .map(|o| {
-                    (0..inn).map(|k| r[k] * w.data[o * inn + k]).sum::<f32>()
-                        + b.map_or(0.0, |b| b.data[o])
-                })
-                .collect()
-        })
-        .collect()
+    x.iter().map(|r| (0..out).map(|o| (0..inn).map(|k| r[k] * w.data[o * inn + k]).sum::<f32>() + b.map_or(0.0, |b| b.data[o])).collect()).collect()
 }
 
 pub fn map(x: &Mat, f: impl Fn(f32) -> f32) -> Mat {
-    x.iter()
-        .map(|r| r.iter().map(|&v| f(v)).collect())
-        .collect()
+    x.iter().map(|r| r.iter().map(|&v| f(v)).collect()).collect()
 }
 
 pub fn add(a: &Mat, b: &Mat) -> Mat {
-    a.iter()
-        .zip(b)
-        .map(|(p, q)| p.iter().zip(q).map(|(x, y)| x + y).collect())
-        .collect()
+    a.iter().zip(b).map(|(p, q)| p.iter().zip(q).map(|(x, y)| x + y).collect()).collect()
 }
 
 /// In-neighbours of each node.
@@ -93,9 +73,7 @@ pub fn gcn(x: &Mat, edges: &[(usize, usize)], w: &BTreeMap<String, Weight>, laye
             .map(|i| {
                 let mut row: Vec<f32> = z[i].iter().map(|v| v / deg[i]).collect();
                 for &j in &lists[i] {
-                    row.iter_mut()
-                        .zip(&z[j])
-                        .for_each(|(o, v)| *o += v / (deg[i] * deg[j]).sqrt());
+                    row.iter_mut().zip(&z[j]).for_each(|(o, v)| *o += v / (deg[i] * deg[j]).sqrt());
                 }
                 row.iter().zip(&b.data).map(|(v, b)| v + b).collect()
             })
@@ -116,22 +94,13 @@ pub fn sage(x: &Mat, edges: &[(usize, usize)], w: &BTreeMap<String, Weight>, lay
             .map(|js| {
                 let mut row = vec![0.0; h[0].len()];
                 for &j in js {
-                    row.iter_mut()
-                        .zip(&h[j])
-                        .for_each(|(o, v)| *o += v / js.len() as f32);
+                    row.iter_mut().zip(&h[j]).for_each(|(o, v)| *o += v / js.len() as f32);
                 }
                 row
             })
             .collect();
         let p = format!("convs.{l}");
-        h = add(
-            &linear(
-                &mean,
-                &w[&format!("{p}.lin_l.weight")],
-                Some(&w[&format!("{p}.lin_l.bias")]),
-            ),
-            &linear(&h, &w[&format!("{p}.lin_r.weight")], None),
-        );
+        h = add(&linear(&mean, &w[&format!("{p}.lin_l.weight")], Some(&w[&format!("{p}.lin_l.bias")])), &linear(&h, &w[&format!("{p}.lin_r.weight")], None));
         if l + 1 < layers {
             h = map(&h, |v| v.max(0.0));
         }
@@ -139,13 +108,7 @@ pub fn sage(x: &Mat, edges: &[(usize, usize)], w: &BTreeMap<String, Weight>, lay
     h
 }
 
-pub fn gin(
-    x: &Mat,
-    edges: &[(usize, usize)],
-    w: &BTreeMap<String, Weight>,
-    layers: usize,
-    eps: f32,
-) -> Mat {
+pub fn gin(x: &Mat, edges: &[(usize, usize)], w: &BTreeMap<String, Weight>, layers: usize, eps: f32) -> Mat {
     let lists = in_lists(x.len(), edges);
     let mut h = x.clone();
     for l in 0..layers {
@@ -161,19 +124,8 @@ pub fn gin(
             })
             .collect();
         let p = format!("convs.{l}.nn");
-        let z = map(
-            &linear(
-                &z,
-                &w[&format!("{p}.0.weight")],
-                Some(&w[&format!("{p}.0.bias")]),
-            ),
-            |v| v.max(0.0),
-        );
-        h = linear(
-            &z,
-            &w[&format!("{p}.2.weight")],
-            Some(&w[&format!("{p}.2.bias")]),
-        );
+        let z = map(&linear(&z, &w[&format!("{p}.0.weight")], Some(&w[&format!("{p}.0.bias")])), |v| v.max(0.0));
+        h = linear(&z, &w[&format!("{p}.2.weight")], Some(&w[&format!("{p}.2.bias")]));
         if l + 1 < layers {
             h = map(&h, |v| v.max(0.0));
         }
@@ -181,14 +133,7 @@ pub fn gin(
     h
 }
 
-pub fn gat(
-    x: &Mat,
-    edges: &[(usize, usize)],
-    w: &BTreeMap<String, Weight>,
-    widths: &[usize],
-    heads: &[usize],
-    concat_last: bool,
-) -> Mat {
+pub fn gat(x: &Mat, edges: &[(usize, usize)], w: &BTreeMap<String, Weight>, widths: &[usize], heads: &[usize], concat_last: bool) -> Mat {
     let n = x.len();
     let mut lists = in_lists(n, edges);
     for (i, l) in lists.iter_mut().enumerate() {
@@ -199,23 +144,12 @@ pub fn gat(
         let last = l + 1 == widths.len();
         let p = format!("convs.{l}");
         let z = linear(&h, &w[&format!("{p}.lin.weight")], None);
-        let (att_s, att_d) = (
-            &w[&format!("{p}.att_src")].data,
-            &w[&format!("{p}.att_dst")].data,
-        );
-        let score = |i: usize, hh: usize, att: &[f32]| {
-            (0..c)
-                .map(|k| z[i][hh * c + k] * att[hh * c + k])
-                .sum::<f32>()
-        };
+        let (att_s, att_d) = (&w[&format!("{p}.att_src")].data, &w[&format!("{p}.att_dst")].data);
+        let score = |i: usize, hh: usize, att: &[f32]| (0..c).map(|k| z[i][hh * c + k] * att[hh * c + k]).sum::<f32>();
         let mut out = vec![vec![0.0; nh * c]; n];
         for i in 0..n {
             for hh in 0..nh {
-                let e: Vec<f32> = lists[i]
-                    .iter()
-                    .map(|&j| score(j, hh, att_s) + score(i, hh, att_d))
-                    .map(|v| if v > 0.0 { v } else { 0.2 * v })
-                    .collect();
+                let e: Vec<f32> = lists[i].iter().map(|&j| score(j, hh, att_s) + score(i, hh, att_d)).map(|v| if v > 0.0 { v } else { 0.2 * v }).collect();
                 let max = e.iter().copied().fold(f32::NEG_INFINITY, f32::max);
                 let sum: f32 = e.iter().map(|v| (v - max).exp()).sum();
                 for (k, &j) in lists[i].iter().enumerate() {
@@ -227,20 +161,10 @@ pub fn gat(
             }
         }
         if last && !concat_last {
-            out = out
-                .iter()
-                .map(|r| {
-                    (0..c)
-                        .map(|q| (0..nh).map(|hh| r[hh * c + q]).sum::<f32>() / nh as f32)
-                        .collect()
-                })
-                .collect();
+            out = out.iter().map(|r| (0..c).map(|q| (0..nh).map(|hh| r[hh * c + q]).sum::<f32>() / nh as f32).collect()).collect();
         }
         let b = &w[&format!("{p}.bias")].data;
-        h = out
-            .iter()
-            .map(|r| r.iter().zip(b).map(|(v, b)| v + b).collect())
-            .collect();
+        h = out.iter().map(|r| r.iter().zip(b).map(|(v, b)| v + b).collect()).collect();
         if !last {
             h = map(&h, |v| if v > 0.0 { v } else { v.exp() - 1.0 });
         }
@@ -260,36 +184,16 @@ pub fn ngcf(x: &Mat, edges: &[(usize, usize)], w: &BTreeMap<String, Weight>, lay
             .map(|(i, js)| {
                 let mut row = vec![0.0; ego[0].len()];
                 for &j in js {
-                    row.iter_mut()
-                        .zip(&ego[j])
-                        .for_each(|(o, v)| *o += v / (deg[i] * deg[j]).sqrt());
+                    row.iter_mut().zip(&ego[j]).for_each(|(o, v)| *o += v / (deg[i] * deg[j]).sqrt());
                 }
                 row
             })
             .collect();
         let p = format!("layers.{l}");
         let leaky = |v: f32| if v > 0.0 { v } else { 0.2 * v };
-        let sum = map(
-            &linear(
-                &side,
-                &w[&format!("{p}.W_gc.weight")],
-                Some(&w[&format!("{p}.W_gc.bias")]),
-            ),
-            leaky,
-        );
-        let prod: Mat = ego
-            .iter()
-            .zip(&side)
-            .map(|(a, b)| a.iter().zip(b).map(|(x, y)| x * y).collect())
-            .collect();
-        let bi = map(
-            &linear(
-                &prod,
-                &w[&format!("{p}.W_bi.weight")],
-                Some(&w[&format!("{p}.W_bi.bias")]),
-            ),
-            leaky,
-        );
+        let sum = map(&linear(&side, &w[&format!("{p}.W_gc.weight")], Some(&w[&format!("{p}.W_gc.bias")])), leaky);
+        let prod: Mat = ego.iter().zip(&side).map(|(a, b)| a.iter().zip(b).map(|(x, y)| x * y).collect()).collect();
+        let bi = map(&linear(&prod, &w[&format!("{p}.W_bi.weight")], Some(&w[&format!("{p}.W_bi.bias")])), leaky);
         ego = add(&sum, &bi);
         parts.push(
             ego.iter()
@@ -300,7 +204,5 @@ pub fn ngcf(x: &Mat, edges: &[(usize, usize)], w: &BTreeMap<String, Weight>, lay
                 .collect(),
         );
     }
-    (0..x.len())
-        .map(|i| parts.iter().flat_map(|p| p[i].clone()).collect())
-        .collect()
+    (0..x.len()).map(|i| parts.iter().flat_map(|p| p[i].clone()).collect()).collect()
 }
