@@ -1,6 +1,23 @@
 //! Near-data GNN inference (issue 29, stage 1): models as versioned dataflow
 //! graphs (DFG) of ops, kernels per op and device chosen by priority, run on
 //! the blocks of a sampled or full k-hop subgraph next to the store.
+//!
+//! - [`dfg`]: the model format (`model.json`, format `solidgraph-dfg`, version 1) and its ops.
+//! - [`weights`]: `weights.safetensors`, checked against the shapes model.json declares.
+//! - [`plan`]: load-time checks (columns, names, blocks) and slots; rows are checked per run.
+//! - [`registry`], [`kernels`]: per op and device, the highest-priority available kernel
+//!   runs; `reference` is the oracle, `cpu` the optimised set. [`fuse`] turns an
+//!   aggregation read only by the next GEMM into one `spmm_gemm`.
+//! - [`block`]: one layer's bipartite graph; [`blocks_from_sample`] and [`blocks_full`].
+//! - [`model`]: [`Model::load`], [`Model::run`] (one mini-batch), [`Model::run_sample`].
+//! - [`models`]: builders of GCN, GraphSAGE, GIN, GAT and NGCF, with their exact
+//!   semantics (what matches PyG) in that module's docs.
+//!
+//! Sampled batches follow PyG's homogeneous trim-free convention: every layer
+//! runs over the whole sampled node set and every sampled edge, and the seeds'
+//! rows are kept, i.e. `model(batch.x, batch.edge_index)[:batch.batch_size]`
+//! after `NeighborLoader`. A [`Model`] is `Send + Sync`: one loaded model serves
+//! every worker thread.
 pub mod block;
 pub mod dfg;
 pub mod error;

@@ -88,3 +88,10 @@ fn sage_fuses_its_aggregation_into_the_gemm() {
     let (a, c) = (fused.run(&[b.clone(), b.clone()], &inputs).unwrap(), plain.run(&[b.clone(), b], &inputs).unwrap());
     assert!(a.max_rel_diff(&c) < 1e-5);
 }
+
+#[test]
+fn a_model_is_shared_across_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Model>();
+    shared::<Registry>();
+}
