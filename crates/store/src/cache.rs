@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
+use solidgraph_io::sync::MutexExt;
 
 use crate::doorkeeper::Doorkeeper;
 use crate::error::Result;
@@ -208,7 +209,7 @@ impl PageCache {
         let mut out: Vec<Option<PageRef>> = Vec::with_capacity(keys.len());
         let mut missing: Vec<u64> = Vec::new();
         {
-            let mut s = self.inner.lock().unwrap();
+            let mut s = self.inner.locked();
             for &p in keys {
                 match s.map.get(&p).copied() {
                     Some(i) => {
@@ -238,7 +239,7 @@ impl PageCache {
         if budget < charge(self.page_size) {
             return;
         }
-        let mut s = self.inner.lock().unwrap();
+        let mut s = self.inner.locked();
         let mut walked = 0;
         'insert: for (j, &p) in missing.iter().enumerate() {
             if s.map.contains_key(&p) {
@@ -274,7 +275,7 @@ impl PageCache {
             misses: self.misses.load(Relaxed),
             evictions: self.evictions.load(Relaxed),
             hand_steps: self.hand_steps.load(Relaxed),
-            bytes: (self.inner.lock().unwrap().bytes + self.door_bytes) as u64,
+            bytes: (self.inner.locked().bytes + self.door_bytes) as u64,
             budget: self.budget as u64,
         }
     }
@@ -288,7 +289,7 @@ impl PageCache {
 
     /// Forgets `pages` (their page numbers are about to hold new contents).
     pub fn invalidate(&self, pages: &[u64]) {
-        let mut s = self.inner.lock().unwrap();
+        let mut s = self.inner.locked();
         for &p in pages {
             s.remove(p);
         }
@@ -296,7 +297,7 @@ impl PageCache {
 
     /// Drops every unpinned page (benchmarks start cold with this).
     pub fn clear(&self) {
-        let mut s = self.inner.lock().unwrap();
+        let mut s = self.inner.locked();
         *s = Sieve::new(self.budget / charge(self.page_size));
     }
 }

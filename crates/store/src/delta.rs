@@ -9,7 +9,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 use crate::error::{Result, StoreError};
-use crate::store::Csr;
+use crate::base::Base;
+use crate::planner::Csr;
+use crate::superblock::Superblock;
 
 // A weight update is logged as AddEdges of existing edges (with their
 // labels), which replaces them.
@@ -148,9 +150,16 @@ pub struct Shape {
     pub has_in: bool,
 }
 
+impl Shape {
+    /// The shape of the store `sb` describes.
+    pub fn of(sb: &Superblock) -> Shape {
+        Shape { undirected: !sb.directed, has_in: sb.directed && sb.inn.is_some() }
+    }
+}
+
 impl Delta {
     /// No pending updates over `base`.
-    pub(crate) fn new(base: &crate::store::Base, keep_filter: bool) -> Delta {
+    pub(crate) fn new(base: &Base, keep_filter: bool) -> Delta {
         let deleted: FxHashSet<u64> = base.tombstones.iter().copied().collect();
         Delta {
             epoch: base.sb.epoch,

@@ -1,28 +1,39 @@
 //! SolidGraph's store: the on-disk graph (superblocks, packed adjacency
 //! pages, extents, translation tables, tensor regions), its page cache, the
-//! external-memory import, and batched reads. See docs/DESIGN.md, "store".
+//! external-memory import, and batched reads. See docs/DESIGN.md, "On-disk
+//! format" and "Read path".
 
 pub mod adjacency;
+mod base;
 pub mod cache;
 pub mod delta;
 mod doorkeeper;
+mod draw;
 mod error;
+mod fetch;
+mod gather;
 pub mod gtt;
+mod ids;
 pub mod import;
-mod merge;
 pub mod mem;
+mod merge;
+mod open;
 pub mod order;
 pub mod page;
+mod planner;
+mod read;
 pub mod rowcache;
 mod scan;
 mod space;
 mod store;
-mod update;
 pub mod superblock;
 pub mod tensor;
+mod update;
 mod varint;
 mod verify;
 pub mod wal;
+mod warmup;
+mod writer;
 
 pub use error::{Result, StoreError};
 pub use import::source::EdgeInput;
@@ -30,6 +41,11 @@ pub use import::{ImportOptions, ImportReport, TensorData, TensorInput, import};
 pub use merge::MergeReport;
 pub use rowcache::Expected;
 pub use scan::{ChunkLimit, RangePages};
-pub use store::{Csr, Direction, Drawn, GttRef, OpenOptions, RowAdmission, Rows, Store, StoreStats, member_path};
+pub use base::{Direction, GttRef, member_path};
+pub use draw::Drawn;
+pub use open::{OpenOptions, RowAdmission};
+pub use planner::Csr;
+pub use read::Rows;
+pub use store::{Store, StoreStats};
 pub use tensor::DType;
 pub use verify::VerifyReport;

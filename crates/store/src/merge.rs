@@ -6,9 +6,9 @@
 //! again, with the lists it shares a page with, into free pages. Tensor
 //! pages holding changed or new rows are copied the same way and recorded
 //! in the tensor map. The translation tables, presence bitmaps, tensor map
-//! and tombstones are written whole (they are ~1% of the store), the new
-//! pages synced, and then the superblock copy the next epoch owns is
-//! written and synced: that write is the commit. Until it is durable the
+//! and tombstones are written whole (they are small beside the pages they
+//! index), the new pages synced, and then the superblock copy the next
+//! epoch owns is written and synced: that write is the commit. Until it is durable the
 //! old superblock names only old pages, so a crash at any point recovers
 //! the old graph plus the WAL; after it, replay starts past the checkpoint.
 //!
@@ -19,18 +19,22 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use solidgraph_io::AlignedBuf;
+use solidgraph_io::sync::{MutexExt, RwLockExt};
+use solidgraph_io::{AlignedBuf, Volume};
 
-use crate::adjacency::{EdgeFormat, PackedBuilder, packed_entries, write_extent_page};
+use crate::adjacency::{PackedBuilder, packed_entries, write_extent_page};
 use crate::delta::Delta;
 use crate::error::{Result, StoreError};
 use crate::gtt::Gtt;
 use crate::page::{self, HEADER, Header, Kind};
 use crate::space::Space;
-use crate::store::{Base, Csr, Direction, Store, load_base};
+use crate::base::{Base, Direction, load_base};
+use crate::gather::Gather;
+use crate::planner::{Csr, Planned};
+use crate::store::Store;
 use crate::superblock::{DirMeta, FORMAT_VERSION, Superblock, Table};
 use crate::tensor;
-use crate::update::Writer;
+use crate::writer::Writer;
 
 /// Packed pages are filled to this share: a list that changed once is the
 /// likeliest to change again, so the pages merge writes keep room for it
@@ -66,7 +70,7 @@ pub struct MergeReport {
 
 /// Pages on their way to the volume, any page numbers.
 struct Staged<'a> {
-    store: &'a Store,
+    vol: &'a Volume,
     buf: AlignedBuf,
     ids: Vec<u64>,
     written: u64,
@@ -77,7 +81,7 @@ impl Staged<'_> {
         if self.ids.len() == STAGE_PAGES {
             self.flush()?;
         }
-        let ps = self.store.page_size();
+        let ps = self.vol.page_size();
         let i = self.ids.len();
         self.ids.push(no);
         Ok(&mut self.buf[i * ps..(i + 1) * ps])
@@ -87,7 +91,7 @@ impl Staged<'_> {
         if self.ids.is_empty() {
             return Ok(());
         }
-        let vol = self.store.volume();
+        let vol = self.vol;
         let top = self.ids.iter().max().expect("non-empty") + 1;
         if top > vol.num_pages() {
             // Grow ahead so a merge grows the files a few times, not per batch.
@@ -122,7 +126,7 @@ impl Store {
     /// Folds every pending update into pages now (see the module doc).
     pub fn merge(&self) -> Result<MergeReport> {
         let w = self.writer()?;
-        let _g = w.serial.lock().unwrap();
+        let _g = w.serial.locked();
         self.merge_locked(w)
     }
 
@@ -134,17 +138,18 @@ impl Store {
         // durable before the pages that contain them are.
         w.wal.sync_to(lsn)?;
         let base = self.base();
-        let delta = self.delta.read().unwrap().clone();
+        let delta = self.delta.read_locked().clone();
         if delta.ops == 0 {
             return Ok(MergeReport { total_pages: base.sb.total_pages, epoch: base.sb.epoch, ..Default::default() });
         }
-        let mut space = w.space.lock().unwrap();
+        let mut space = w.space.locked();
         let freed = space.reclaim();
         self.cache().invalidate(&freed);
-        let mut staged = Staged { store: self, buf: AlignedBuf::zeroed(STAGE_PAGES * self.page_size()), ids: Vec::new(), written: 0 };
-        let mut rep = MergeReport { updates: delta.ops, ..Default::default() };
-        let built = self.build(&base, &delta, lsn, &mut space, &mut staged, &mut rep);
-        let (new_base, retired) = match built {
+        let staged = Staged { vol: self.volume(), buf: AlignedBuf::zeroed(STAGE_PAGES * self.page_size()), ids: Vec::new(), written: 0 };
+        let mut m = Merger { base: &base, delta: &delta, gather: self.gather(), epoch: base.sb.epoch + 1, space: &mut space, staged, retired: Vec::new(), rep: MergeReport { updates: delta.ops, ..Default::default() } };
+        let built = m.build(lsn);
+        let (mut rep, written, retired) = (m.rep, m.staged.written, m.retired);
+        let new_base = match built {
             Ok(b) => b,
             Err(e) => {
                 space.reset(&base);
@@ -153,7 +158,7 @@ impl Store {
         };
         let new_base = Arc::new(new_base);
         {
-            let mut d = self.delta.write().unwrap();
+            let mut d = self.delta.write_locked();
             let keep = d.keep_filter;
             self.set_base(new_base.clone());
             *d = Delta::new(&new_base, keep);
@@ -164,8 +169,8 @@ impl Store {
         let freed = space.reclaim();
         self.cache().invalidate(&freed);
         w.wal.reset()?;
-        rep.pages_written = staged.written;
-        rep.bytes_written = staged.written * self.page_size() as u64;
+        rep.pages_written = written;
+        rep.bytes_written = written * self.page_size() as u64;
         rep.total_pages = space.end();
         rep.free_pages = space.free_pages();
         rep.epoch = new_base.sb.epoch;
@@ -173,19 +178,34 @@ impl Store {
         log::info!("merge: {} updates, {} lists, {} pages written, {} retired, epoch {}", rep.updates, rep.lists, rep.pages_written, rep.pages_retired, rep.epoch);
         Ok(rep)
     }
+}
 
-    /// Writes the merged pages and the superblock; returns the new base and
-    /// the pages only the old base names.
-    fn build(&self, base: &Arc<Base>, delta: &Delta, lsn: u64, space: &mut Space, staged: &mut Staged, rep: &mut MergeReport) -> Result<(Base, Vec<u64>)> {
+/// One merge: the base and delta it folds, where it reads pages and where
+/// it writes them.
+struct Merger<'a> {
+    base: &'a Arc<Base>,
+    delta: &'a Delta,
+    gather: Gather<'a>,
+    /// The new base's.
+    epoch: u64,
+    space: &'a mut Space,
+    staged: Staged<'a>,
+    /// Pages only the old base names.
+    retired: Vec<u64>,
+    rep: MergeReport,
+}
+
+impl Merger<'_> {
+    /// Writes the merged pages and the superblock; returns the new base.
+    fn build(&mut self, lsn: u64) -> Result<Base> {
+        let (base, delta, epoch) = (self.base, self.delta, self.epoch);
         let sb = &base.sb;
-        let ps = self.page_size();
-        let epoch = sb.epoch + 1;
+        let ps = self.staged.vol.page_size();
         let num_nodes = delta.base_nodes + delta.added_nodes;
-        let mut retired = Vec::new();
-        let (out, out_edges) = self.merge_dir(base, delta, Direction::Out, epoch, space, staged, &mut retired, rep)?;
+        let (out, out_edges) = self.merge_dir(Direction::Out)?;
         let inn = match sb.inn {
             Some(_) => {
-                let (g, e) = self.merge_dir(base, delta, Direction::In, epoch, space, staged, &mut retired, rep)?;
+                let (g, e) = self.merge_dir(Direction::In)?;
                 if e != out_edges {
                     return Err(StoreError::Corrupt { page: 0, reason: format!("merge counted {out_edges} out-edges but {e} in-edges") });
                 }
@@ -195,9 +215,9 @@ impl Store {
         };
         let mut tensor_map = base.tensor_map.clone();
         let mut tensors = sb.tensors.clone();
-        for ti in 0..tensors.len() {
-            self.merge_tensor(base, delta, ti, num_nodes, epoch, space, staged, &mut tensor_map, &mut retired)?;
-            tensors[ti].rows = num_nodes;
+        for (ti, t) in tensors.iter_mut().enumerate() {
+            self.merge_tensor(ti, num_nodes, &mut tensor_map)?;
+            t.rows = num_nodes;
         }
         let mut tombstones: Vec<u64> = delta.deleted.iter().copied().collect();
         tombstones.sort_unstable();
@@ -207,7 +227,7 @@ impl Store {
 
         // Runs: translation tables with their bitmaps, then the two tables.
         let mut write_run = |staged: &mut Staged, n: u64, fill: &dyn Fn(u64, &mut [u8])| -> Result<u64> {
-            let first = space.run(n);
+            let first = self.space.run(n);
             let mut buf = vec![0u8; n as usize * ps];
             fill(first, &mut buf);
             for i in 0..n as usize {
@@ -223,12 +243,12 @@ impl Store {
                 g.encode(ps, first, epoch, a);
                 g.encode_bitmap(num_nodes, ps, first + gtt_pages, epoch, b);
             })?;
-            retired.extend(old.gtt_start..old.gtt_start + old.gtt_pages + old.bitmap_pages);
+            self.retired.extend(old.gtt_start..old.gtt_start + old.gtt_pages + old.bitmap_pages);
             Ok(DirMeta { gtt_start: start, gtt_pages, gtt_entries: g.len() as u64, adj_start: old.adj_start, adj_pages: g.len() as u64, bitmap_pages })
         };
-        let out_meta = dir_meta(staged, &out, &sb.out)?;
+        let out_meta = dir_meta(&mut self.staged, &out, &sb.out)?;
         let in_meta = match (&inn, &sb.inn) {
-            (Some(g), Some(old)) => Some(dir_meta(staged, g, old)?),
+            (Some(g), Some(old)) => Some(dir_meta(&mut self.staged, g, old)?),
             _ => None,
         };
         // The lower lists are not merged (they would be laid out again from
@@ -236,25 +256,25 @@ impl Store {
         // whole-graph passes read out-lists until the next import.
         if let (Some(l), Some(g)) = (sb.lower, &base.lower) {
             let meta = l.dir;
-            retired.extend(meta.gtt_start..meta.gtt_start + meta.gtt_pages + meta.bitmap_pages);
-            retired.extend(l.degrees.start..l.degrees.start + l.degrees.pages);
-            retired.extend((0..g.len()).map(|i| g.page(i)));
+            self.retired.extend(meta.gtt_start..meta.gtt_start + meta.gtt_pages + meta.bitmap_pages);
+            self.retired.extend(l.degrees.start..l.degrees.start + l.degrees.pages);
+            self.retired.extend((0..g.len()).map(|i| g.page(i)));
         }
         let mut table = |staged: &mut Staged, words: &[u64], old: &Table| -> Result<Table> {
             let n = page::table_pages(words.len(), ps);
             let start = write_run(staged, n, &|first, buf: &mut [u8]| page::encode_table(words, ps, first, epoch, buf))?;
-            retired.extend(old.start..old.start + old.pages);
+            self.retired.extend(old.start..old.start + old.pages);
             Ok(Table { start, pages: n, words: words.len() as u64 })
         };
-        let tensor_map_t = table(staged, &map_words, &sb.tensor_map)?;
-        let tombstones_t = table(staged, &tombstones, &sb.tombstones)?;
+        let tensor_map_t = table(&mut self.staged, &map_words, &sb.tensor_map)?;
+        let tombstones_t = table(&mut self.staged, &tombstones, &sb.tombstones)?;
 
         let new_sb = Superblock {
             version: FORMAT_VERSION,
             epoch,
             num_nodes,
             num_edges: out_edges,
-            total_pages: space.end(),
+            total_pages: self.space.end(),
             checkpoint_lsn: lsn,
             out: out_meta,
             inn: in_meta,
@@ -264,8 +284,8 @@ impl Store {
             tensors,
             ..sb.clone()
         };
-        staged.flush()?;
-        let vol = self.volume();
+        self.staged.flush()?;
+        let vol = self.staged.vol;
         vol.sync(true)?;
         // The commit point: the superblock copy this epoch owns.
         let which = epoch % 2;
@@ -273,17 +293,18 @@ impl Store {
         new_sb.encode(which, &mut sbuf[..]);
         vol.write(&[which], &sbuf[..])?;
         vol.sync(false)?;
-        staged.written += 1;
+        self.staged.written += 1;
         // Read back what was just committed: the tables are what the next
         // open will see.
         let new_base = load_base(vol, new_sb)?;
-        Ok((new_base, retired))
+        Ok(new_base)
     }
 
     /// Lists of one direction that change, laid out again; returns the new
     /// translation table and the direction's edge count.
-    #[allow(clippy::too_many_arguments)]
-    fn merge_dir(&self, base: &Arc<Base>, delta: &Delta, dir: Direction, epoch: u64, space: &mut Space, staged: &mut Staged, retired: &mut Vec<u64>, rep: &mut MergeReport) -> Result<(Gtt, u64)> {
+    fn merge_dir(&mut self, dir: Direction) -> Result<(Gtt, u64)> {
+        let (base, delta) = (self.base, self.delta);
+        let fetch = self.gather.fetch;
         let sb = &base.sb;
         let gtt = base.gtt(dir)?;
         let out_dir = dir == Direction::Out || !sb.directed;
@@ -301,9 +322,7 @@ impl Store {
             let rev = if !sb.directed || dir == Direction::In { Direction::Out } else { Direction::In };
             let ids: Vec<u64> = new_dead.iter().copied().filter(|&v| v < sb.num_nodes).collect();
             let g = base.gtt(rev)?;
-            let (locs, pages) = self.plan(g, &ids);
-            let fetched = self.fetch_direct(&pages)?;
-            let csr = self.decode_csr(base, g, &ids, &locs, &pages, &fetched, false, false, Csr::default())?;
+            let csr = Planned::fetch(fetch, base, g, &ids, false)?.csr(false, false, Csr::default())?;
             dirty.extend(csr.indices);
         }
         let total = sb.num_edges;
@@ -357,7 +376,7 @@ impl Store {
             // Vertices of each slot: what its packed pages list, the owners
             // of its extents, and the changed ones.
             let packed: Vec<u64> = batch.iter().flat_map(|s| (s.lo..s.hi).filter(|&i| !gtt.is_extent(i)).map(|i| gtt.page(i))).collect();
-            let fetched = self.fetch_direct(&packed)?;
+            let fetched = fetch.direct(&packed)?;
             let mut k = 0;
             let mut ids = Vec::new();
             let mut bounds = Vec::with_capacity(batch.len() + 1);
@@ -378,17 +397,15 @@ impl Store {
                 ids.extend(vs);
             }
             bounds.push(ids.len());
-            let (locs, pages) = self.plan(gtt, &ids);
-            let fetched = self.fetch_direct(&pages)?;
-            let csr = self.decode_csr(base, gtt, &ids, &locs, &pages, &fetched, fmt.weights, fmt.labels, Csr::default())?;
+            let csr = Planned::fetch(fetch, base, gtt, &ids, false)?.csr(fmt.weights, fmt.labels, Csr::default())?;
             let csr = delta.patch(ids.as_slice(), csr, out_dir);
             for (si, s) in batch.iter().enumerate() {
                 copy_old(&mut new, &mut edges, next_old, s.lo);
-                for e in self.lay_out(fmt, &csr, &ids, bounds[si]..bounds[si + 1], epoch, space, staged, &mut new, rep)? {
+                for e in self.lay_out(&csr, &ids, bounds[si]..bounds[si + 1], &mut new)? {
                     new.push(e.key, e.page, e.extent, edges);
                     edges += e.edges;
                 }
-                retired.extend((s.lo..s.hi).map(|i| gtt.page(i)));
+                self.retired.extend((s.lo..s.hi).map(|i| gtt.page(i)));
                 next_old = s.hi;
             }
         }
@@ -396,10 +413,12 @@ impl Store {
         Ok((new, edges))
     }
 
-    /// Lays out the lists of `ids[range]` (ascending) into new pages.
-    #[allow(clippy::too_many_arguments)]
-    fn lay_out(&self, fmt: EdgeFormat, csr: &Csr, ids: &[u64], range: std::ops::Range<usize>, epoch: u64, space: &mut Space, staged: &mut Staged, gtt: &mut Gtt, rep: &mut MergeReport) -> Result<Vec<Entry>> {
-        let ps = self.page_size();
+    /// Lays out the lists of `ids[range]` (ascending) into new pages,
+    /// marking in `gtt` which of them have a list.
+    fn lay_out(&mut self, csr: &Csr, ids: &[u64], range: std::ops::Range<usize>, gtt: &mut Gtt) -> Result<Vec<Entry>> {
+        let (fmt, epoch) = (self.base.sb.fmt, self.epoch);
+        let (space, staged, rep) = (&mut *self.space, &mut self.staged, &mut self.rep);
+        let ps = staged.vol.page_size();
         let mut entries = Vec::new();
         let mut packed = PackedBuilder::new(fmt, ps, FILL);
         let mut cur = vec![0u8; ps];
@@ -458,10 +477,10 @@ impl Store {
     }
 
     /// Copies the pages of tensor `ti` that hold changed or new rows.
-    #[allow(clippy::too_many_arguments)]
-    fn merge_tensor(&self, base: &Arc<Base>, delta: &Delta, ti: usize, num_nodes: u64, epoch: u64, space: &mut Space, staged: &mut Staged, map: &mut std::collections::HashMap<(u32, u64), u64>, retired: &mut Vec<u64>) -> Result<()> {
+    fn merge_tensor(&mut self, ti: usize, num_nodes: u64, map: &mut std::collections::HashMap<(u32, u64), u64>) -> Result<()> {
+        let (base, delta, epoch) = (self.base, self.delta, self.epoch);
         let t = &base.sb.tensors[ti];
-        let ps = self.page_size();
+        let ps = self.staged.vol.page_size();
         let rb = t.row_bytes();
         let pl = tensor::payload(ps) as u64;
         let mut dirty: BTreeSet<u64> = BTreeSet::new();
@@ -486,7 +505,7 @@ impl Store {
             }
             ids.dedup();
             let mut data = vec![0u8; ids.len() * rb as usize];
-            self.tensor_pages_into(base, ti, &ids, &mut data, false)?;
+            self.gather.pages_into(base, ti, &ids, &mut data, false)?;
             for (i, r) in ids.iter().enumerate() {
                 if let Some(row) = rows_delta.get(r) {
                     data[i * rb as usize..(i + 1) * rb as usize].copy_from_slice(row);
@@ -497,14 +516,14 @@ impl Store {
                 // The page's rows are consecutive in `ids` from its first row.
                 let r0 = lo / rb;
                 let at = ids.binary_search(&r0).expect("gathered above") as u64 * rb + (lo - r0 * rb);
-                let no = space.page();
-                let pg = staged.page(no)?;
+                let no = self.space.page();
+                let pg = self.staged.page(no)?;
                 pg.fill(0);
                 let src = &data[at as usize..(at + hi - lo) as usize];
                 pg[HEADER..HEADER + src.len()].copy_from_slice(src);
                 page::seal(no, pg, &Header { kind: Kind::Tensor, epoch, key: ti as u64, count: 0, aux: k as u32 });
                 if let Some(old) = base.tensor_page(ti, k) {
-                    retired.push(old);
+                    self.retired.push(old);
                 }
                 map.insert((ti as u32, k), no);
             }

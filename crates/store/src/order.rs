@@ -22,7 +22,9 @@ use std::sync::{Arc, Mutex};
 
 use rayon::slice::ParallelSliceMut;
 use solidgraph_io::Volume;
+use solidgraph_io::sync::MutexExt;
 
+use crate::base::load_table_range;
 use crate::error::{Result, StoreError};
 use crate::superblock::Table;
 
@@ -93,12 +95,12 @@ impl OrderMaps {
             return Ok(None);
         }
         let slot = if to_internal { &self.to_internal } else { &self.to_external };
-        let mut g = slot.lock().unwrap();
+        let mut g = slot.locked();
         if let Some(m) = g.as_ref() {
             return Ok(Some(m.clone()));
         }
         let corrupt = |reason: String| StoreError::Corrupt { page: t.start, reason };
-        let n = crate::store::load_table_range(vol, t, 0, 1)?[0];
+        let n = load_table_range(vol, t, 0, 1)?[0];
         let half = n.div_ceil(2);
         if t.words != 1 + 2 * half || n > num_nodes {
             return Err(corrupt(format!("vertex order of {n} vertices in {} words, store has {num_nodes} vertices", t.words)));
@@ -107,7 +109,7 @@ impl OrderMaps {
         let first = if to_internal { 1 } else { 1 + half };
         let mut m: Vec<u32> = Vec::with_capacity(2 * half as usize);
         for from in (0..half).step_by(LOAD_WORDS) {
-            let words = crate::store::load_table_range(vol, t, first + from, (LOAD_WORDS as u64).min(half - from))?;
+            let words = load_table_range(vol, t, first + from, (LOAD_WORDS as u64).min(half - from))?;
             m.extend(words.iter().flat_map(|&w| [w as u32, (w >> 32) as u32]));
         }
         m.truncate(n as usize);
@@ -126,25 +128,25 @@ impl OrderMaps {
             return Ok(());
         }
         let slot = if to_internal { &self.to_internal } else { &self.to_external };
-        let loaded = slot.lock().unwrap().is_some();
+        let loaded = slot.locked().is_some();
         if loaded || ids.len() > FEW {
             if let Some(m) = self.get(vol, t, num_nodes, to_internal)? {
                 map_ids(&m, ids);
             }
             return Ok(());
         }
-        let n = crate::store::load_table_range(vol, t, 0, 1)?[0];
+        let n = load_table_range(vol, t, 0, 1)?[0];
         let first = if to_internal { 1 } else { 1 + n.div_ceil(2) };
         for x in ids {
-            if let Ok(i) = (*x).try_into() {
-                if (i as u64) < n {
-                    let w = crate::store::load_table_range(vol, t, first + i as u64 / 2, 1)?[0];
-                    let m = if i % 2 == 0 { w as u32 } else { (w >> 32) as u32 };
-                    if m as u64 >= n {
-                        return Err(StoreError::Corrupt { page: t.start, reason: format!("vertex order maps to {m}, past its {n} vertices") });
-                    }
-                    *x = T::from(m);
+            if let Ok(i) = (*x).try_into()
+                && (i as u64) < n
+            {
+                let w = load_table_range(vol, t, first + i as u64 / 2, 1)?[0];
+                let m = if i % 2 == 0 { w as u32 } else { (w >> 32) as u32 };
+                if m as u64 >= n {
+                    return Err(StoreError::Corrupt { page: t.start, reason: format!("vertex order maps to {m}, past its {n} vertices") });
                 }
+                *x = T::from(m);
             }
         }
         Ok(())
@@ -157,10 +159,10 @@ const FEW: usize = 16;
 /// Maps every id `map` covers, in place; others pass unchanged.
 pub(crate) fn map_ids<T: Copy + TryInto<usize> + From<u32>>(map: &[u32], ids: &mut [T]) {
     for x in ids {
-        if let Ok(i) = (*x).try_into() {
-            if let Some(&m) = map.get(i) {
-                *x = T::from(m);
-            }
+        if let Ok(i) = (*x).try_into()
+            && let Some(&m) = map.get(i)
+        {
+            *x = T::from(m);
         }
     }
 }

@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
 
 use rustc_hash::FxHashMap;
+use solidgraph_io::sync::RwLockExt;
 
 use crate::cache::CacheStats;
 use crate::doorkeeper::{self, Doorkeeper};
@@ -200,7 +201,7 @@ pub struct Upcoming {
 
 impl Upcoming {
     fn add(&self, ids: &[u64]) {
-        let mut c = self.counts.write().unwrap();
+        let mut c = self.counts.write_locked();
         for &id in ids {
             *c.entry(id).or_insert(0) += 1;
         }
@@ -208,7 +209,7 @@ impl Upcoming {
     }
 
     fn remove(&self, ids: &[u64]) {
-        let mut c = self.counts.write().unwrap();
+        let mut c = self.counts.write_locked();
         for id in ids {
             let Some(n) = c.get_mut(id) else { continue };
             *n -= 1;
@@ -285,10 +286,9 @@ impl RowCache {
     }
 
     /// How many vertices' rows (one of each tensor) `budget` bytes hold:
-    /// every tensor gets that many slots. (Splitting the budget in
-    /// proportion to row size starved a small tensor's slab of its per-slot
-    /// overhead: with x (512 B), y (8 B) and a mask (1 B), y's share held
-    /// a 22nd of the rows x's did, and every slab got y's count.)
+    /// every tensor gets that many slots, since a sampled vertex needs its
+    /// row of each, and a budget split by row size would leave a small
+    /// tensor's share unable to pay its per-slot overhead.
     pub fn rows_held(budget: usize, row_bytes: &[usize]) -> usize {
         if row_bytes.is_empty() {
             return 0;
@@ -315,7 +315,7 @@ impl RowCache {
         debug_assert_eq!(ids.len(), at.len());
         let mut missed = Vec::new();
         {
-            let s = self.slabs[ti].read().unwrap();
+            let s = self.slabs[ti].read_locked();
             let rb = s.rb;
             for (j, id) in ids.iter().enumerate() {
                 match s.map.get(id) {
@@ -334,13 +334,12 @@ impl RowCache {
     }
 
     /// Maps in the slabs' reserved row memory ahead of the rows, outside
-    /// their locks. Filling a slab first-hand, the kernel's zeroing of each
-    /// fresh page ran inside the slab's write lock: at scale 24 (~380 MB of
-    /// rows) a third of the warm-up's CPU.
+    /// their locks, so the kernel's zeroing of fresh pages does not run
+    /// inside a slab's write lock while the warm-up fills it.
     pub fn prefault(&self) {
         for s in &self.slabs {
             let (addr, bytes) = {
-                let s = s.read().unwrap();
+                let s = s.read_locked();
                 (s.data.as_ptr() as usize, s.data.capacity())
             };
             let half = (bytes / 2).next_multiple_of(2 << 20).min(bytes);
@@ -354,13 +353,13 @@ impl RowCache {
     /// Offers loaded rows `ids` of tensor `ti` (distinct), `row(j)` the
     /// bytes of `ids[j]`; the admitted ones not cached yet are kept.
     pub fn insert<'a>(&self, ti: usize, ids: &[u64], row: impl Fn(usize) -> &'a [u8]) {
-        let mut s = self.slabs[ti].write().unwrap();
+        let mut s = self.slabs[ti].write_locked();
         if s.slots == 0 {
             return;
         }
         // Slab, then upcoming: `Upcoming` takes no slab lock. The upcoming
         // set is only read here, once per row offered, never per hand step.
-        let counts = self.upcoming.counts.read().unwrap();
+        let counts = self.upcoming.counts.read_locked();
         let upcoming = fits(&counts, s.slots).then_some(&*counts);
         let (mut evictions, mut steps) = (0, 0);
         for (j, &id) in ids.iter().enumerate() {
@@ -393,7 +392,7 @@ impl RowCache {
     /// of the cache is upcoming.
     pub fn expect(&self, ids: Vec<u64>) -> Expected {
         for s in &self.slabs {
-            s.read().unwrap().mark(&ids);
+            s.read_locked().mark(&ids);
         }
         Expected::new(Some(self.upcoming.clone()), ids)
     }
@@ -405,8 +404,8 @@ impl RowCache {
         if self.upcoming.held() == 0 {
             return Vec::new();
         }
-        let s = self.slabs[ti].read().unwrap();
-        let up = self.upcoming.counts.read().unwrap();
+        let s = self.slabs[ti].read_locked();
+        let up = self.upcoming.counts.read_locked();
         if !fits(&up, s.slots) {
             return Vec::new();
         }
@@ -422,7 +421,7 @@ impl RowCache {
             .slabs
             .iter()
             .map(|s| {
-                let s = s.read().unwrap();
+                let s = s.read_locked();
                 s.key.len() * (s.rb + SLOT_OVERHEAD) + map_bytes(s.slots) + s.door.as_ref().map_or(0, |_| Doorkeeper::bytes_for(s.slots))
             })
             .sum::<usize>();
@@ -439,7 +438,7 @@ impl RowCache {
     /// Drops every row (benchmarks start cold with this).
     pub fn clear(&self) {
         for s in &self.slabs {
-            let mut s = s.write().unwrap();
+            let mut s = s.write_locked();
             *s = Slab::new(s.rb, s.slots, s.door.is_some());
         }
     }
@@ -477,8 +476,8 @@ mod tests {
                 assert!(c.stats().budget as usize == budget);
             }
         }
-        // The x/y/mask case that starved x's slab (~18K rows before): x now
-        // gets most of the budget, the rest going to slots and maps.
+        // The x/y/mask case: x gets most of the budget, the rest going to
+        // slots and maps.
         let n = RowCache::rows_held(51 << 20, &[512, 8, 1]);
         assert!(n * 512 > (51 << 20) * 7 / 10, "{n} rows of x");
     }
@@ -560,11 +559,10 @@ mod tests {
         assert!(s.bytes <= s.budget, "{s:?}");
     }
 
-    /// The loader's worst case (issue 34): most cached rows are upcoming
-    /// and misses keep evicting. The hand's visits stay within the
-    /// evictions plus the visited bits set (hits and announced rows), where
-    /// sparing upcoming rows in the hand's walk cost hundreds of visits per
-    /// eviction.
+    /// The loader's worst case: most cached rows are upcoming and misses
+    /// keep evicting. The hand's visits stay within the evictions plus the
+    /// visited bits set (hits and announced rows), not the hundreds per
+    /// eviction of a hand that walks past upcoming rows.
     #[test]
     fn hand_work_stays_linear_when_the_cache_is_mostly_upcoming() {
         let slots = 1000u64;

@@ -4,40 +4,13 @@
 
 use std::sync::Arc;
 
-use solidgraph_io::Pages;
-
 use crate::adjacency::{Block, DIR_ENTRY, packed_entries};
-use crate::cache::PageRef;
+use crate::base::{Base, Direction};
 use crate::error::{Result, StoreError};
+use crate::fetch::{Fetched, Fetcher};
+use crate::gtt::Gtt;
 use crate::page::{self, HEADER, Kind};
-use crate::store::{Base, Csr, Direction, Store, check_columns};
-
-/// Pages fetched for one read, in the order asked.
-pub enum Fetched {
-    /// Shared with the page cache: entries of `page_size` bytes, an extent
-    /// page's followed by its checkpoints (`Block::skips`).
-    Cached { refs: Vec<PageRef>, page_size: usize },
-    /// In the buffers of one volume read; `at[k]`: the slot of page k.
-    Direct { got: Pages, at: Vec<u32> },
-}
-
-impl Fetched {
-    /// The k-th page asked for.
-    pub fn page(&self, k: usize) -> &[u8] {
-        match self {
-            Fetched::Cached { refs, page_size } => &refs[k][..*page_size],
-            Fetched::Direct { got, at } => got.page(at[k] as usize),
-        }
-    }
-
-    /// The checkpoints kept with the k-th page (empty when none).
-    pub fn skips(&self, k: usize) -> &[u8] {
-        match self {
-            Fetched::Cached { refs, page_size } => &refs[k][*page_size..],
-            Fetched::Direct { .. } => &[],
-        }
-    }
-}
+use crate::planner::Csr;
 
 /// Bounds on one range of `Store::chunk_ranges`.
 #[derive(Debug, Clone, Copy)]
@@ -50,109 +23,46 @@ pub struct ChunkLimit {
     pub vertices: u64,
 }
 
-impl Store {
-    /// Splits [0, num_nodes) into vertex ranges, each within all of
-    /// `limit`'s bounds except where one extent alone exceeds them (an
-    /// extent is never split). Cuts fall on page boundaries, and long runs
-    /// of vertices without lists (the tail of a degree-ordered store) are
-    /// cut by count: a decoded range costs 16 B per vertex.
-    pub fn chunk_ranges(&self, dir: Direction, limit: ChunkLimit) -> Result<Vec<(u64, u64)>> {
-        self.check_lower(dir)?;
-        let base = self.base();
-        let gtt = base.gtt(dir)?;
-        let total = base.edges(dir);
-        let n = self.num_nodes();
-        let (pages, edges, vertices) = (limit.pages.max(1), limit.edges.max(1), limit.vertices.max(1));
-        let mut cuts = vec![0u64];
-        let (mut start, mut i) = (0, 0);
-        while i < gtt.len() {
-            // The unit starting at i: one packed page or a whole extent.
-            let mut j = i + 1;
-            while j < gtt.len() && gtt.is_extent(j) && gtt.first_vertex(j) == gtt.first_vertex(i) {
-                j += 1;
-            }
-            let edges_to = |k: usize| if k < gtt.len() { gtt.edges_before(k) } else { total };
-            if i > start && (j - start > pages || edges_to(j) - gtt.edges_before(start) > edges) {
-                cuts.push(gtt.first_vertex(i));
-                start = i;
-            }
-            i = j;
+/// Splits [0, n) into vertex ranges of `gtt`'s direction (`total` edges),
+/// each within all of `limit`'s bounds except where one extent alone
+/// exceeds them (an extent is never split). Cuts fall on page boundaries,
+/// and long runs of vertices without lists (the tail of a degree-ordered
+/// store) are cut by count: a decoded range costs 16 B per vertex.
+pub(crate) fn chunk_ranges(gtt: &Gtt, total: u64, n: u64, limit: ChunkLimit) -> Vec<(u64, u64)> {
+    let (pages, edges, vertices) = (limit.pages.max(1), limit.edges.max(1), limit.vertices.max(1));
+    let mut cuts = vec![0u64];
+    let (mut start, mut i) = (0, 0);
+    while i < gtt.len() {
+        // The unit starting at i: one packed page or a whole extent.
+        let mut j = i + 1;
+        while j < gtt.len() && gtt.is_extent(j) && gtt.first_vertex(j) == gtt.first_vertex(i) {
+            j += 1;
         }
-        cuts.push(n);
-        cuts.dedup();
-        let mut out = Vec::with_capacity(cuts.len());
-        for w in cuts.windows(2) {
-            let mut lo = w[0];
-            while lo < w[1] {
-                let hi = w[1].min(lo + vertices);
-                out.push((lo, hi));
-                lo = hi;
-            }
+        let edges_to = |k: usize| if k < gtt.len() { gtt.edges_before(k) } else { total };
+        if i > start && (j - start > pages || edges_to(j) - gtt.edges_before(start) > edges) {
+            cuts.push(gtt.first_vertex(i));
+            start = i;
         }
-        Ok(out)
+        i = j;
     }
-
-    /// Neighbor lists of every vertex in [lo, hi), in one batch (see
-    /// `range_pages`). `spare`: a CSR whose buffers the result reuses.
-    pub fn read_range(&self, dir: Direction, lo: u64, hi: u64, weights: bool, cached: bool, mut spare: Csr) -> Result<Csr> {
-        check_columns(&self.base().sb, weights, false)?;
-        loop {
-            let Some(rp) = self.range_pages(dir, lo, hi, cached)? else {
-                // Pending updates: the general path merges them in.
-                let ids: Vec<u64> = (lo..hi.min(self.num_nodes())).collect();
-                return self.neighbors_with(&ids, dir, weights, false, cached, spare);
-            };
-            let csr = rp.decode(weights, spare)?;
-            let d = self.delta.read().unwrap();
-            if d.epoch == rp.base.sb.epoch && d.is_empty() {
-                return Ok(csr);
-            }
-            spare = csr;
+    cuts.push(n);
+    cuts.dedup();
+    let mut out = Vec::with_capacity(cuts.len());
+    for w in cuts.windows(2) {
+        let mut lo = w[0];
+        while lo < w[1] {
+            let hi = w[1].min(lo + vertices);
+            out.push((lo, hi));
+            lo = hi;
         }
     }
-
-    /// The pages holding the lists of [lo, hi), read in one batch, to be
-    /// decoded in page order (no per-vertex lookups); None while updates
-    /// are pending (they live in the delta, not in pages). `cached`:
-    /// through the page cache, or straight from the volume (consecutive
-    /// pages merge into large I/Os).
-    pub fn range_pages(&self, dir: Direction, lo: u64, hi: u64, cached: bool) -> Result<Option<RangePages>> {
-        let base = self.base();
-        if !self.delta.read().unwrap().is_empty() {
-            return Ok(None);
-        }
-        let hi = hi.min(base.sb.num_nodes);
-        let lo = lo.min(hi);
-        let gtt = base.gtt(dir)?;
-        // From lo's first page if one starts with it, else from the page
-        // before (it may hold lo).
-        let lb = gtt.lower_bound(lo);
-        let first = if lb < gtt.len() && gtt.first_vertex(lb) == lo { lb } else { lb.saturating_sub(1) };
-        let pages: Vec<u64> = (first..gtt.lower_bound(hi)).map(|i| gtt.page(i)).collect();
-        let fetched = if cached { self.fetch(&pages)? } else { self.fetch_direct(&pages)? };
-        Ok(Some(RangePages { base, dir, lo, hi, first, pages, fetched }))
-    }
-
-    /// Reads pages bypassing the cache, into the volume's own buffers (a
-    /// scan's pages are not copied: per-page copies doubled a batch's
-    /// memory and fragmented the heap); duplicates are read once.
-    pub(crate) fn fetch_direct(&self, pages: &[u64]) -> Result<Fetched> {
-        let mut distinct = pages.to_vec();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let got = self.volume().read(&distinct)?;
-        for (i, &p) in distinct.iter().enumerate() {
-            page::open(p, got.page(i))?;
-        }
-        let at = pages.iter().map(|p| distinct.binary_search(p).expect("read above") as u32).collect();
-        Ok(Fetched::Direct { got, at })
-    }
+    out
 }
 
 /// The pages of a vertex range as read (`Store::range_pages`). A pass that
 /// only folds each list (PageRank's pull) decodes blocks page by page,
-/// on several threads, into a small buffer instead of a CSR: the CSR of a
-/// scale-24 graph is 4 GiB of u64 writes and reads per pass.
+/// on several threads, into a small buffer instead of a CSR, which would
+/// be 8 bytes per edge written and read back every pass.
 pub struct RangePages {
     base: Arc<Base>,
     dir: Direction,
@@ -165,6 +75,27 @@ pub struct RangePages {
 }
 
 impl RangePages {
+    /// Reads the pages holding the lists of [lo, hi) in `dir` of `base`, in
+    /// one batch: through the page cache when `cached`, else straight from
+    /// the volume (consecutive pages merge into large I/Os).
+    pub(crate) fn read(f: Fetcher, base: Arc<Base>, dir: Direction, lo: u64, hi: u64, cached: bool) -> Result<RangePages> {
+        let hi = hi.min(base.sb.num_nodes);
+        let lo = lo.min(hi);
+        let gtt = base.gtt(dir)?;
+        // From lo's first page if one starts with it, else from the page
+        // before (it may hold lo).
+        let lb = gtt.lower_bound(lo);
+        let first = if lb < gtt.len() && gtt.first_vertex(lb) == lo { lb } else { lb.saturating_sub(1) };
+        let pages: Vec<u64> = (first..gtt.lower_bound(hi)).map(|i| gtt.page(i)).collect();
+        let fetched = f.fetch(base.sb.fmt, &pages, cached)?;
+        Ok(RangePages { base, dir, lo, hi, first, pages, fetched })
+    }
+
+    /// The epoch of the base the pages were read through.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.base.sb.epoch
+    }
+
     /// The vertices [lo, hi) the pages were read for.
     pub fn range(&self) -> (u64, u64) {
         (self.lo, self.hi)

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Weak};
 
-use crate::store::Base;
+use crate::base::Base;
 
 pub(crate) struct Space {
     free: BTreeSet<u64>,

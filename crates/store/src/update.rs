@@ -8,88 +8,20 @@
 //! Recovery replays the durable records at open.
 
 use rustc_hash::FxHashSet;
-use std::fs::File;
-use std::path::Path;
-use std::sync::Mutex;
 
+use solidgraph_io::sync::{MutexExt, RwLockExt};
+
+use crate::base::Direction;
 use crate::delta::{Op, Shape};
-use crate::error::{Result, StoreError, file_err};
-use crate::space::Space;
-use crate::store::{Direction, OpenOptions, Store};
-use crate::wal::{self, Wal};
+use crate::error::{Result, StoreError};
+use crate::store::Store;
+use crate::writer::{Writer, record};
 
 /// Batches of at least this many items sync the log on a second thread
 /// while they are applied.
 const SYNC_BESIDE_APPLY: usize = 1024;
 
-pub(crate) struct Writer {
-    pub wal: Wal,
-    /// Validation and append of one batch (or one merge) at a time.
-    pub serial: Mutex<()>,
-    pub space: Mutex<Space>,
-    /// Pending-update bytes that trigger a merge (0: never by itself).
-    delta_budget: u64,
-    /// Held for the life of the store: one writer process.
-    _lock: File,
-}
-
-fn lock(path: &Path) -> Result<File> {
-    use std::os::fd::AsRawFd;
-    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(file_err(path))?;
-    // SAFETY: flock on an fd we own.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(StoreError::Locked { path: path.parent().unwrap_or(path).to_path_buf() });
-    }
-    Ok(f)
-}
-
-/// A WAL record: the change in edge count (computed at validation, so replay
-/// needs no reads), then the operation.
-fn record(edges_added: i64, op: &Op) -> Vec<u8> {
-    let mut b = edges_added.to_le_bytes().to_vec();
-    b.extend_from_slice(&op.encode());
-    b
-}
-
 impl Store {
-    fn shape(&self) -> Shape {
-        let base = self.base();
-        Shape { undirected: !base.sb.directed, has_in: base.sb.directed && base.sb.inn.is_some() }
-    }
-
-    /// Replays the log past the checkpoint into the delta; a writable open
-    /// also takes the writer lock and keeps the log open for appends.
-    pub(crate) fn recover(&mut self, opts: &OpenOptions) -> Result<()> {
-        let wal_path = self.path().join("wal.log");
-        let base = self.base();
-        let checkpoint = base.sb.checkpoint_lsn;
-        let records = if opts.writable {
-            let lock = lock(&self.path().join("writer.lock"))?;
-            let (wal, records) = Wal::open(&wal_path, checkpoint)?;
-            let space = Mutex::new(Space::new(&base));
-            self.writer = Some(Writer { wal, serial: Mutex::new(()), space, delta_budget: opts.delta_budget, _lock: lock });
-            records
-        } else if wal_path.exists() {
-            let bytes = std::fs::read(&wal_path).map_err(file_err(&wal_path))?;
-            wal::recover(&bytes, &wal_path)?.records.into_iter().filter(|r| r.0 > checkpoint).collect()
-        } else {
-            Vec::new()
-        };
-        let shape = self.shape();
-        let delta = self.delta.get_mut().unwrap();
-        for (lsn, payload) in records {
-            let bad = |why: String| StoreError::BadInput { path: wal_path.clone(), reason: format!("record {lsn}: {why}") };
-            if payload.len() < 8 {
-                return Err(bad("too short".into()));
-            }
-            let edges = i64::from_le_bytes(payload[..8].try_into().expect("8"));
-            let op = Op::decode(&payload[8..]).map_err(|e| bad(e.to_string()))?;
-            delta.apply(&op, shape);
-            delta.edges_added += edges;
-        }
-        Ok(())
-    }
-
     pub(crate) fn writer(&self) -> Result<&Writer> {
         self.writer.as_ref().ok_or(StoreError::ReadOnly)
     }
@@ -99,9 +31,9 @@ impl Store {
     /// wait and readers do not).
     fn commit(&self, w: &Writer, op: Op, edges_added: i64, durable: bool) -> Result<u64> {
         let lsn = w.wal.append(&record(edges_added, &op))?;
-        let shape = self.shape();
+        let shape = Shape::of(&self.base().sb);
         let apply = || {
-            let mut d = self.delta.write().unwrap();
+            let mut d = self.delta.write_locked();
             d.apply(&op, shape);
             d.edges_added += edges_added;
             d.bytes
@@ -133,7 +65,7 @@ impl Store {
     /// Update batches applied since the pages were written (held in the
     /// delta and the WAL until a merge).
     pub fn pending_updates(&self) -> u64 {
-        self.delta.read().unwrap().ops
+        self.delta.read_locked().ops
     }
 
     /// Makes every appended update durable.
@@ -144,7 +76,7 @@ impl Store {
 
     fn check_live(&self, ids: &[u64], what: &str) -> Result<()> {
         let n = self.num_nodes();
-        let d = self.delta.read().unwrap();
+        let d = self.delta.read_locked();
         for &v in ids {
             if v >= n {
                 return Err(StoreError::Invalid(format!("{what}: vertex {} does not exist (the graph has {n} vertices)", self.user_id(v))));
@@ -185,7 +117,7 @@ impl Store {
     /// for some tensors, others read as zeros. Returns the new ids.
     pub fn add_vertices(&self, count: u64, tensors: &[(String, Vec<u8>)], durable: bool) -> Result<std::ops::Range<u64>> {
         let w = self.writer()?;
-        let _g = w.serial.lock().unwrap();
+        let _g = w.serial.locked();
         if count == 0 || count > 1 << 32 {
             return Err(StoreError::Invalid(format!("add_vertices: count {count} must be in 1..=2^32")));
         }
@@ -209,7 +141,7 @@ impl Store {
     /// Deletes vertices and every edge that touches them.
     pub fn delete_vertices(&self, ids: &[u64], durable: bool) -> Result<()> {
         let w = self.writer()?;
-        let _g = w.serial.lock().unwrap();
+        let _g = w.serial.locked();
         self.check_live(ids, "delete_vertices")?;
         let mut seen = FxHashSet::default();
         if let Some(v) = ids.iter().find(|v| !seen.insert(**v)) {
@@ -239,7 +171,7 @@ impl Store {
     /// directions. Weights default to 1.0 where the store keeps weights.
     pub fn add_edges(&self, src: &[u64], dst: &[u64], weights: Option<&[f32]>, labels: Option<&[u32]>, durable: bool) -> Result<()> {
         let w = self.writer()?;
-        let _g = w.serial.lock().unwrap();
+        let _g = w.serial.locked();
         Self::pairs(src, dst, "add_edges")?;
         self.check_live(src, "add_edges")?;
         self.check_live(dst, "add_edges")?;
@@ -276,7 +208,7 @@ impl Store {
     /// Deletes edges; each must exist.
     pub fn delete_edges(&self, src: &[u64], dst: &[u64], durable: bool) -> Result<()> {
         let w = self.writer()?;
-        let _g = w.serial.lock().unwrap();
+        let _g = w.serial.locked();
         Self::pairs(src, dst, "delete_edges")?;
         self.check_live(src, "delete_edges")?;
         self.check_live(dst, "delete_edges")?;
@@ -298,7 +230,7 @@ impl Store {
     /// Sets the weights of existing edges (labels are kept).
     pub fn update_edge_weights(&self, src: &[u64], dst: &[u64], weights: &[f32], durable: bool) -> Result<()> {
         let w = self.writer()?;
-        let _g = w.serial.lock().unwrap();
+        let _g = w.serial.locked();
         Self::pairs(src, dst, "update_edge_weights")?;
         self.check_columns(true, false)?;
         self.check_live(src, "update_edge_weights")?;
@@ -325,7 +257,7 @@ impl Store {
     /// Overwrites rows of a tensor (UpdateEmbed).
     pub fn update_tensor(&self, name: &str, ids: &[u64], rows: &[u8], durable: bool) -> Result<()> {
         let w = self.writer()?;
-        let _g = w.serial.lock().unwrap();
+        let _g = w.serial.locked();
         let t = self.tensor_meta(name)?;
         if ids.is_empty() {
             return Err(StoreError::Invalid("update_tensor: empty batch".into()));

@@ -21,7 +21,9 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
+
+use solidgraph_io::sync::MutexExt;
 
 use crate::error::{Result, StoreError, file_err};
 
@@ -46,10 +48,12 @@ pub fn encode(lsn: u64, payload: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(payload);
 }
 
-/// Records recovered from a log image: (lsn, payload), and the length of the
-/// valid prefix.
+/// A record as read back: (lsn, payload).
+pub type Record = (u64, Vec<u8>);
+
+/// Records recovered from a log image, and the length of the valid prefix.
 pub struct Recovered {
-    pub records: Vec<(u64, Vec<u8>)>,
+    pub records: Vec<Record>,
     pub valid_len: u64,
 }
 
@@ -122,7 +126,6 @@ pub struct Wal {
     path: PathBuf,
     tail: Mutex<Tail>,
     durable: Mutex<u64>,
-    synced: Condvar,
     /// One fdatasync at a time; waiters behind it share the next one.
     syncing: Mutex<()>,
 }
@@ -130,7 +133,7 @@ pub struct Wal {
 impl Wal {
     /// Opens (or creates) the log, returns it with the records after
     /// `checkpoint` to replay.
-    pub fn open(path: &Path, checkpoint: u64) -> Result<(Wal, Vec<(u64, Vec<u8>)>)> {
+    pub fn open(path: &Path, checkpoint: u64) -> Result<(Wal, Vec<Record>)> {
         let mut file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(file_err(path))?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(file_err(path))?;
@@ -147,7 +150,6 @@ impl Wal {
             path: path.to_path_buf(),
             tail: Mutex::new(Tail { file, end: rec.valid_len, next_lsn: last + 1, appended_lsn: last }),
             durable: Mutex::new(last),
-            synced: Condvar::new(),
             syncing: Mutex::new(()),
         };
         Ok((wal, rec.records.into_iter().filter(|r| r.0 > checkpoint).collect()))
@@ -156,7 +158,7 @@ impl Wal {
     /// Empties the log after a checkpoint covering every appended record
     /// (the caller holds off appends). LSNs continue.
     pub fn reset(&self) -> Result<()> {
-        let mut t = self.tail.lock().unwrap();
+        let mut t = self.tail.locked();
         t.file.set_len(0).map_err(file_err(&self.path))?;
         t.file.seek(SeekFrom::Start(0)).map_err(file_err(&self.path))?;
         t.file.sync_all().map_err(file_err(&self.path))?;
@@ -169,7 +171,7 @@ impl Wal {
         if payload.len() > MAX_RECORD {
             return Err(StoreError::Invalid(format!("update batch of {} bytes exceeds the {} byte limit; split it", payload.len(), MAX_RECORD)));
         }
-        let mut t = self.tail.lock().unwrap();
+        let mut t = self.tail.locked();
         let lsn = t.next_lsn;
         let mut buf = Vec::with_capacity(HEADER + payload.len());
         encode(lsn, payload, &mut buf);
@@ -189,31 +191,30 @@ impl Wal {
     /// Returns once every record up to `lsn` is on stable storage.
     pub fn sync_to(&self, lsn: u64) -> Result<()> {
         loop {
-            if *self.durable.lock().unwrap() >= lsn {
+            if *self.durable.locked() >= lsn {
                 return Ok(());
             }
             // Whoever gets here first syncs for all records appended so far.
-            let _one = self.syncing.lock().unwrap();
-            if *self.durable.lock().unwrap() >= lsn {
+            let _one = self.syncing.locked();
+            if *self.durable.locked() >= lsn {
                 return Ok(());
             }
             let (file, upto) = {
-                let t = self.tail.lock().unwrap();
+                let t = self.tail.locked();
                 (t.file.try_clone().map_err(file_err(&self.path))?, t.appended_lsn)
             };
             file.sync_data().map_err(file_err(&self.path))?;
-            let mut d = self.durable.lock().unwrap();
+            let mut d = self.durable.locked();
             *d = (*d).max(upto);
-            self.synced.notify_all();
         }
     }
 
     pub fn appended_lsn(&self) -> u64 {
-        self.tail.lock().unwrap().appended_lsn
+        self.tail.locked().appended_lsn
     }
 
     pub fn durable_lsn(&self) -> u64 {
-        *self.durable.lock().unwrap()
+        *self.durable.locked()
     }
 
     pub fn path(&self) -> &Path {

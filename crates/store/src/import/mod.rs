@@ -31,7 +31,7 @@ use crate::error::{Result, StoreError, file_err};
 use crate::gtt::Gtt;
 use crate::order::{Permutation, VertexOrder};
 use crate::page;
-use crate::store::member_path;
+use crate::base::member_path;
 use crate::superblock::{DirMeta, FORMAT_VERSION, LowerMeta, MAX_TENSOR_NAME, MAX_TENSORS, Superblock, Table, TensorMeta};
 use crate::tensor::{self, DType};
 
@@ -272,7 +272,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
                 s.push(Rec { src: src.max(dst), dst: src.min(dst), ..rec })?;
             }
             n += 1;
-            if n % (1 << 20) == 0 {
+            if n.is_multiple_of(1 << 20) {
                 let (d, t) = r.progress();
                 progress("reading", d, t);
             }
@@ -411,10 +411,10 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     trim_members(&paths, total_pages, o)?;
     std::fs::rename(&tmp, out).map_err(file_err(out))?;
     cleanup.0 = None;
-    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if let Ok(d) = std::fs::File::open(parent) {
-            let _ = d.sync_all();
-        }
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty())
+        && let Ok(d) = std::fs::File::open(parent)
+    {
+        let _ = d.sync_all();
     }
     Ok(ImportReport {
         num_nodes,
@@ -451,7 +451,7 @@ fn degree_order(edges: &[EdgeInput], o: &ImportOptions, plans: &[TensorPlan], pr
                 degree[v] = degree[v].saturating_add(1);
             }
             n += 1;
-            if n % (1 << 20) == 0 {
+            if n.is_multiple_of(1 << 20) {
                 let (d, t) = r.progress();
                 progress("counting degrees", d, t);
             }

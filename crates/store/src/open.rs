@@ -1,0 +1,211 @@
+//! Opening a store: the superblock found on member 0, the volume over every
+//! member, the base loaded, pending updates replayed from the WAL, and the
+//! row cache set up and warmed on a thread of its own.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use solidgraph_io::sync::RwLockExt;
+use solidgraph_io::{BackendChoice, Volume, VolumeOptions};
+
+use crate::base::{load_base, load_table_range, member_path};
+use crate::cache::PageCache;
+use crate::delta::Shape;
+use crate::error::{Result, StoreError, file_err};
+use crate::rowcache::{Admit, RowCache};
+use crate::store::Store;
+use crate::superblock::Superblock;
+use crate::warmup::warm_rows;
+use crate::writer::{self, Writer};
+
+#[derive(Clone)]
+pub struct OpenOptions {
+    /// Page cache budget in bytes (0: no cache).
+    pub cache_bytes: u64,
+    pub backend: BackendChoice,
+    pub inflight_per_member: usize,
+    /// Open for updates: takes the store's writer lock (one writer process).
+    pub writable: bool,
+    /// Memory the pending updates may hold before a write merges them into
+    /// pages (0: merge only on request).
+    pub delta_budget: u64,
+    /// A cache of tensor rows (not pages) with this budget, for read-only
+    /// opens: a hot row shares its page with cold ones, so caching rows
+    /// holds several times more hot rows per byte. Tensor pages then bypass
+    /// the page cache, which keeps adjacency. Open fills it with the rows
+    /// of the highest-degree vertices (one read of the budget's bytes). 0:
+    /// rows go through the page cache.
+    pub row_cache_bytes: u64,
+    /// Which rows the row cache takes in.
+    pub row_admission: RowAdmission,
+}
+
+/// What a row cache admits on a miss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RowAdmission {
+    /// Rows that missed before (a doorkeeper; see `rowcache::Admit::Seen`),
+    /// so rows asked for once do not push out rows asked for again. The
+    /// default: it hit the most rows in the sampling benchmark
+    /// (docs/PERFORMANCE.md, Row cache).
+    #[default]
+    Seen,
+    /// Every row (plain SIEVE).
+    All,
+    /// Only rows of the vertices of highest degree at import (the store's
+    /// hot table), as many as the budget holds; every row when the budget
+    /// holds more rows than the table ranks or the store has no hot table.
+    /// SIEVE alone already keeps the hubs' rows, and the ranking (out-degree
+    /// at import) misses rows hot for other reasons.
+    Hot,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions { cache_bytes: 256 << 20, backend: BackendChoice::Auto, inflight_per_member: 64, writable: false, delta_budget: 256 << 20, row_cache_bytes: 0, row_admission: RowAdmission::Seen }
+    }
+}
+
+/// Reads both superblock copies from member 0 with plain reads (the page
+/// size is not known yet) and returns the valid one with the higher epoch.
+fn bootstrap(dir: &Path, backend: &BackendChoice) -> Result<Superblock> {
+    let p0 = member_path(dir, 0);
+    let head = if let BackendChoice::Sim(disk) = backend {
+        disk.peek(0, 0, 2 * 65536)
+    } else {
+        let mut f = std::fs::File::open(&p0).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                StoreError::NotAStore { path: dir.to_path_buf(), reason: format!("{} is missing", p0.display()) }
+            } else {
+                StoreError::File { path: p0.clone(), source: e }
+            }
+        })?;
+        let mut head = Vec::new();
+        f.by_ref().take(2 * 65536).read_to_end(&mut head).map_err(file_err(&p0))?;
+        head
+    };
+    let mut best: Option<Superblock> = None;
+    let mut first_err = None;
+    let mut ps = 4096;
+    while ps <= 65536 {
+        for which in 0..2u64 {
+            let at = which as usize * ps;
+            if head.len() < at + ps {
+                continue;
+            }
+            match Superblock::decode(which, &head[at..at + ps], dir) {
+                Ok(sb) if sb.page_size as usize == ps => {
+                    if best.as_ref().is_none_or(|b| sb.epoch > b.epoch) {
+                        best = Some(sb);
+                    }
+                }
+                Ok(_) => {}
+                Err(e @ (StoreError::NewerFormat { .. } | StoreError::OlderFormat { .. })) => return Err(e),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        ps *= 2;
+    }
+    best.ok_or_else(|| match first_err {
+        Some(StoreError::Corrupt { reason, .. }) => {
+            StoreError::NotAStore { path: dir.to_path_buf(), reason: format!("no valid superblock ({reason})") }
+        }
+        Some(e) => e,
+        None => StoreError::NotAStore { path: dir.to_path_buf(), reason: "file too short for a superblock".into() },
+    })
+}
+
+impl Store {
+    pub fn open(path: &Path, opts: &OpenOptions) -> Result<Store> {
+        let sb = bootstrap(path, &opts.backend)?;
+        let paths: Vec<PathBuf> = (0..sb.members as usize).map(|i| member_path(path, i)).collect();
+        let vol = Volume::open(
+            &paths,
+            VolumeOptions {
+                page_size: sb.page_size as usize,
+                stripe_pages: sb.stripe_pages,
+                backend: opts.backend.clone(),
+                inflight_per_member: opts.inflight_per_member,
+                writable: opts.writable,
+                ..Default::default()
+            },
+        )?;
+        if vol.num_pages() < sb.total_pages {
+            return Err(StoreError::Corrupt {
+                page: vol.num_pages(),
+                reason: format!("store is truncated: {} pages on disk, superblock says {}", vol.num_pages(), sb.total_pages),
+            });
+        }
+        let base = load_base(&vol, sb)?;
+        // The hubs whose rows the row cache starts with (and may admit only).
+        let (rows, hot) = if opts.row_cache_bytes > 0 && !opts.writable {
+            let hot = load_table_range(&vol, &base.sb.hot, 0, rows_held(&base.sb, opts.row_cache_bytes))?;
+            (Some(row_cache(&base.sb, opts.row_cache_bytes, opts.row_admission, &hot)?), hot)
+        } else {
+            (None, Vec::new())
+        };
+        let cache = PageCache::new(opts.cache_bytes as usize, base.sb.page_size as usize);
+        let mut s = Store::new(path, vol, cache, rows, base);
+        s.recover(opts)?;
+        if s.gather().rows.is_some() {
+            // A warm-up that fails leaves rows uncached, never wrong: a
+            // gather that needs them reads their pages itself and meets the
+            // same error there, in its caller.
+            let (warm, hot) = (s.snapshot(), Arc::new(hot));
+            let h = hot.clone();
+            let spawned = std::thread::Builder::new().name("sg-warm-rows".into()).spawn(move || {
+                let _ = warm_rows(warm.gather(), &warm.base(), &h);
+                warm.warming().finish();
+            });
+            if spawned.is_err() {
+                let _ = warm_rows(s.gather(), &s.base(), &hot);
+                s.warming().finish();
+            }
+        }
+        Ok(s)
+    }
+
+    /// Replays the log past the checkpoint into the delta; a writable open
+    /// also takes the writer lock and keeps the log open for appends.
+    fn recover(&mut self, opts: &OpenOptions) -> Result<()> {
+        let base = self.base();
+        let records = if opts.writable {
+            let (w, records) = Writer::open(self.path(), &base, opts.delta_budget)?;
+            self.writer = Some(w);
+            records
+        } else {
+            writer::read_log(self.path(), &base)?
+        };
+        let mut delta = self.delta.write_locked();
+        writer::replay(&mut delta, records, Shape::of(&base.sb), self.path())
+    }
+}
+
+/// The row cache for `budget` bytes; see `RowAdmission`. `hot`: the head of
+/// the hot table, as many vertices as the budget holds rows for.
+fn row_cache(sb: &Superblock, budget: u64, admission: RowAdmission, hot: &[u64]) -> Result<RowCache> {
+    let row_bytes: Vec<usize> = sb.tensors.iter().map(|t| t.row_bytes() as usize).collect();
+    match admission {
+        RowAdmission::Seen => return Ok(RowCache::new(budget as usize, &row_bytes, Admit::Seen)),
+        RowAdmission::All => return Ok(RowCache::new(budget as usize, &row_bytes, Admit::All)),
+        RowAdmission::Hot if sb.hot.words == 0 || rows_held(sb, budget) >= sb.hot.words => {
+            return Ok(RowCache::new(budget as usize, &row_bytes, Admit::All));
+        }
+        RowAdmission::Hot => {}
+    }
+    let mut bits = vec![0u64; sb.num_nodes.div_ceil(64) as usize];
+    for &v in hot {
+        let word = bits.get_mut((v / 64) as usize).ok_or_else(|| StoreError::Corrupt { page: sb.hot.start, reason: format!("hot table names vertex {v} of {}", sb.num_nodes) })?;
+        *word |= 1 << (v % 64);
+    }
+    Ok(RowCache::new(budget as usize, &row_bytes, Admit::Only(Box::new(move |v| bits.get((v / 64) as usize).is_some_and(|w| w >> (v % 64) & 1 == 1)))))
+}
+
+/// How many vertices' rows (of every tensor) a row cache of `budget`
+/// bytes holds.
+fn rows_held(sb: &Superblock, budget: u64) -> u64 {
+    let row_bytes: Vec<usize> = sb.tensors.iter().map(|t| t.row_bytes() as usize).collect();
+    RowCache::rows_held(budget as usize, &row_bytes) as u64
+}

@@ -1,0 +1,80 @@
+//! What a writable open holds besides the graph: the writer lock (one
+//! writer process per store), the WAL, the batch lock and the free space;
+//! and the WAL's record format, which replay at open reads back.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Mutex;
+
+use crate::base::Base;
+use crate::delta::{Delta, Op, Shape};
+use crate::error::{Result, StoreError, file_err};
+use crate::space::Space;
+use crate::wal::{self, Record, Wal};
+
+pub(crate) struct Writer {
+    pub wal: Wal,
+    /// Validation and append of one batch (or one merge) at a time.
+    pub serial: Mutex<()>,
+    pub space: Mutex<Space>,
+    /// Pending-update bytes that trigger a merge (0: never by itself).
+    pub delta_budget: u64,
+    /// Held for the life of the store: one writer process.
+    _lock: File,
+}
+
+impl Writer {
+    /// Takes the writer lock of the store in `dir` and opens its log;
+    /// returns the records past `base`'s checkpoint, to replay.
+    pub fn open(dir: &Path, base: &Base, delta_budget: u64) -> Result<(Writer, Vec<Record>)> {
+        let lock = lock(&dir.join("writer.lock"))?;
+        let (wal, records) = Wal::open(&dir.join("wal.log"), base.sb.checkpoint_lsn)?;
+        let space = Mutex::new(Space::new(base));
+        Ok((Writer { wal, serial: Mutex::new(()), space, delta_budget, _lock: lock }, records))
+    }
+}
+
+fn lock(path: &Path) -> Result<File> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(file_err(path))?;
+    // SAFETY: flock on an fd we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(StoreError::Locked { path: path.parent().unwrap_or(path).to_path_buf() });
+    }
+    Ok(f)
+}
+
+/// The records of the log in `dir` past `base`'s checkpoint, read without
+/// taking the writer lock (a read-only open).
+pub(crate) fn read_log(dir: &Path, base: &Base) -> Result<Vec<Record>> {
+    let path = dir.join("wal.log");
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let bytes = std::fs::read(&path).map_err(file_err(&path))?;
+    Ok(wal::recover(&bytes, &path)?.records.into_iter().filter(|r| r.0 > base.sb.checkpoint_lsn).collect())
+}
+
+/// A WAL record: the change in edge count (computed at validation, so replay
+/// needs no reads), then the operation.
+pub(crate) fn record(edges_added: i64, op: &Op) -> Vec<u8> {
+    let mut b = edges_added.to_le_bytes().to_vec();
+    b.extend_from_slice(&op.encode());
+    b
+}
+
+/// Applies logged records to `delta`; `dir` names the log in errors.
+pub(crate) fn replay(delta: &mut Delta, records: Vec<Record>, shape: Shape, dir: &Path) -> Result<()> {
+    let wal_path = dir.join("wal.log");
+    for (lsn, payload) in records {
+        let bad = |why: String| StoreError::BadInput { path: wal_path.clone(), reason: format!("record {lsn}: {why}") };
+        if payload.len() < 8 {
+            return Err(bad("too short".into()));
+        }
+        let edges = i64::from_le_bytes(payload[..8].try_into().expect("8"));
+        let op = Op::decode(&payload[8..]).map_err(|e| bad(e.to_string()))?;
+        delta.apply(&op, shape);
+        delta.edges_added += edges;
+    }
+    Ok(())
+}
