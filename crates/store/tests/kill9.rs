@@ -63,7 +63,7 @@ fn kill_9_during_updates_and_merges() {
         let mut rng = seed * 31 + 7;
         let kill_after = 1 + rnd(&mut rng) % 120;
         // Half the trials kill just after an explicit merge begins.
-        let at_merge = rnd(&mut rng) % 2 == 0;
+        let at_merge = rnd(&mut rng).is_multiple_of(2);
         let mut acked = 0u64;
         let mut last = String::new();
         let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();

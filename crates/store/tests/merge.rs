@@ -43,7 +43,7 @@ fn merge_equals_a_fresh_import_and_reuses_space() {
     let mut edges = BTreeSet::new();
     while edges.len() < 150_000 {
         // Skewed: a few hubs get extents.
-        let s = if lcg(&mut seed) % 10 == 0 { lcg(&mut seed) % 8 } else { lcg(&mut seed) % n };
+        let s = if lcg(&mut seed).is_multiple_of(10) { lcg(&mut seed) % 8 } else { lcg(&mut seed) % n };
         edges.insert((s, lcg(&mut seed) % n));
     }
     let mut rows: Vec<f32> = (0..3 * n).map(|i| i as f32).collect();
@@ -65,7 +65,7 @@ fn merge_equals_a_fresh_import_and_reuses_space() {
         let (a, b): (Vec<u64>, Vec<u64>) = add.iter().copied().unzip();
         let ws: Vec<f32> = add.iter().map(|&(s, d)| ((s * 7 + d) % 13) as f32).collect();
         s.add_edges(&a, &b, Some(&ws), None, false).unwrap();
-        let gone: Vec<(u64, u64)> = edges.iter().copied().filter(|_| lcg(&mut seed) % 20_000 == 0).collect();
+        let gone: Vec<(u64, u64)> = edges.iter().copied().filter(|_| lcg(&mut seed).is_multiple_of(20_000)).collect();
         if !gone.is_empty() {
             let (a, b): (Vec<u64>, Vec<u64>) = gone.iter().copied().unzip();
             s.delete_edges(&a, &b, false).unwrap();
@@ -84,9 +84,10 @@ fn merge_equals_a_fresh_import_and_reuses_space() {
             s.add_vertices(2, &[("x".into(), new_rows.iter().flat_map(|v| v.to_le_bytes()).collect())], false).unwrap();
             rows.extend(new_rows);
             n_now += 2;
-            // Edges to and from the new vertices.
+            // Edges to and from the new vertices, weighted by the formula
+            // above, (s * 7 + d) % 13.
             let (u, v) = (n_now - 1, n_now - 2);
-            s.add_edges(&[u, 0], &[1, v], Some(&[(u * 7 + 1) as f32 % 13.0, (7 * 0 + v) as f32 % 13.0]), None, false).unwrap();
+            s.add_edges(&[u, 0], &[1, v], Some(&[(u * 7 + 1) as f32 % 13.0, v as f32 % 13.0]), None, false).unwrap();
             edges.insert((u, 1));
             edges.insert((0, v));
         }

@@ -290,7 +290,7 @@ pub fn lay_out(vol: &Volume, first_page: u64, merged: &mut Merged, o: &LayoutOpt
         degrees: o.degrees.then(|| vec![0; o.num_nodes as usize]),
     };
     let mut seen = 0u64;
-    while let Some(Rec { src, dst, wbits, label }) = merged.next()? {
+    while let Some(Rec { src, dst, wbits, label }) = merged.next_record()? {
         while b.v < src {
             // Vertices without records get only their self-loop (if asked).
             let next = if o.self_loops { b.v + 1 } else { src };
@@ -298,7 +298,7 @@ pub fn lay_out(vol: &Volume, first_page: u64, merged: &mut Merged, o: &LayoutOpt
         }
         b.push_edge(dst, f32::from_bits(wbits), label)?;
         seen += 1;
-        if seen % (1 << 20) == 0 {
+        if seen.is_multiple_of(1 << 20) {
             progress(seen, total);
         }
     }

@@ -139,7 +139,7 @@ pub struct Merged {
 }
 
 impl Merged {
-    pub fn next(&mut self) -> Result<Option<Rec>> {
+    pub fn next_record(&mut self) -> Result<Option<Rec>> {
         if self.runs.is_empty() {
             return Ok(self.mem.next());
         }

@@ -172,7 +172,7 @@ pub fn import_base(path: &Path, seed: u64) -> Model {
     let (mut a, mut b, mut w) = (vec![], vec![], vec![]);
     for _ in 0..3000 {
         // A few hubs, so extents are in play.
-        let s = if rnd(&mut rng) % 8 == 0 { rnd(&mut rng) % 4 } else { rnd(&mut rng) % N };
+        let s = if rnd(&mut rng).is_multiple_of(8) { rnd(&mut rng) % 4 } else { rnd(&mut rng) % N };
         let d = rnd(&mut rng) % N;
         if m.out.entry(s).or_default().insert(d, 1.0).is_none() {
             a.push(s);
