@@ -4,7 +4,7 @@
 //! A list in a page is one block: its degree d (LEB128 varint), the d
 //! neighbor ids in ascending order as varints of their gaps (the first id as
 //! it is), then d f32 weights, then d u32 labels. Sorted lists have small
-//! gaps: a Kronecker graph's ids take 2.4 bytes per edge instead of 4, and a
+//! gaps, so most ids take one to three bytes instead of four or eight, and a
 //! whole-graph pass reads that much less. Ids of any width (u64 included)
 //! use the same encoding.
 //!
@@ -350,6 +350,8 @@ impl PackedBuilder {
 
 /// Writes one extent page holding `ids` (a chunk of vertex `v`'s list whose
 /// block fits `extent_room`).
+// The header's fields and the block's three columns, each needed by the
+// page: a struct for them would only rename the arguments.
 #[allow(clippy::too_many_arguments)]
 pub fn write_extent_page(fmt: &EdgeFormat, page: &mut [u8], page_no: u64, epoch: u64, v: u64, index: u32, ids: &[u64], weights: &[f32], labels: &[u32]) {
     let bytes = fmt.put_block(&mut page[HEADER..], ids, weights, labels);

@@ -2,9 +2,8 @@
 //! smallest vertex it holds and where the page is. Sorted by vertex, so a
 //! lookup is a binary search; one entry per page, not per vertex, so it stays
 //! in memory. Extent pages repeat their owner vertex, flagged. A sampler
-//! locates every vertex it draws, three times: the binary search over a
-//! scale-24 table (300K entries) took 4.1% of its CPU, so a coarse index
-//! built on first use (`Top`) narrows each search to a few entries (1.7%).
+//! locates every vertex it draws, so a coarse index built on first use
+//! (`Top`) narrows each binary search to a few entries.
 //!
 //! Each entry also holds the number of edges stored before its page, so a
 //! list's position in the direction's CSR order (its global edge id) is known

@@ -2,11 +2,10 @@
 //! kernel gives only on request (`madvise` mode).
 //!
 //! Two kinds of array want them. Vertex state (one value per vertex, read
-//! at random: 64-128 MiB at Kronecker scale 24, past the TLB's reach in
-//! 4 KiB pages). And a batch's gathered rows: tens of MiB, which the
-//! allocator maps fresh for every batch and unmaps when the batch is
-//! dropped. Faulting such a buffer in 4 KiB at a time took 6-8% of a
-//! sampling worker's CPU; in 2 MiB pages it faults 512 times less often.
+//! at random: tens to hundreds of MiB, past the TLB's reach in 4 KiB
+//! pages). And a batch's gathered rows: tens of MiB, mapped fresh for every
+//! batch and unmapped when it is dropped; in 2 MiB pages such a buffer
+//! faults 512 times less often than in 4 KiB ones.
 
 const HUGE: usize = 2 << 20;
 

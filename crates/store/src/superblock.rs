@@ -14,11 +14,9 @@
 //! tensors u32 | tensors x TensorMeta    (64-byte name, dtype u8 + 7 pad, 5 x u64)
 //! ```
 //!
-//! Version 4 compressed the adjacency blocks (`adjacency.rs`); version 5
-//! added the vertex order (`order.rs`); version 6 the lower lists
-//! (`Direction::Lower`). Version 5 stores are read as stores without lower
-//! lists (a merge writes them back as version 6); older ones are refused
-//! with a request to import again.
+//! Version 6 is written. Version 5 (the same body without the lower-list
+//! slot) is read as a store without lower lists, and a merge writes it back
+//! as 6; other versions are refused with a request to import again.
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! LEB128 varints, and the decoder of a list's gaps.
 //!
-//! A whole-graph pass decodes every edge it reads, a few bytes each: with
-//! one varint per load the decode took 40% of PageRank's CPU time. Where
+//! A whole-graph pass decodes every edge it reads, a few bytes each, and one
+//! varint per load makes the decode most of a pass's CPU time. Where
 //! SSSE3 and SSE4.1 are present (checked at run time), `push_gaps` decodes
 //! up to four gaps per 16-byte load, as Masked VByte (Plaisance, Kurz and
 //! Lemire, 2015) does for the same bytes: the load's continuation bits index
