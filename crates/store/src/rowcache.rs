@@ -184,8 +184,8 @@ impl Slab {
 /// on its first miss is admitting nearly every row, which the doorkeeper
 /// exists to prevent, and the cache cannot hold them until their use
 /// anyway: admission and `upcoming_uncached` then ignore them.
-fn fits(upcoming: &FxHashMap<u64, u32>, slots: usize) -> bool {
-    upcoming.len() <= 2 * slots
+fn fits(distinct: usize, slots: usize) -> bool {
+    distinct <= 2 * slots
 }
 
 /// How many upcoming batches ask for each row (by vertex id): a multiset
@@ -360,7 +360,7 @@ impl RowCache {
         // Slab, then upcoming: `Upcoming` takes no slab lock. The upcoming
         // set is only read here, once per row offered, never per hand step.
         let counts = self.upcoming.counts.read_locked();
-        let upcoming = fits(&counts, s.slots).then_some(&*counts);
+        let upcoming = fits(counts.len(), s.slots).then_some(&*counts);
         let (mut evictions, mut steps) = (0, 0);
         for (j, &id) in ids.iter().enumerate() {
             if s.map.contains_key(&id) {
@@ -385,18 +385,24 @@ impl RowCache {
     }
 
     /// Counts `ids` (vertex ids) as rows an upcoming batch will ask for
-    /// until the result drops. The cached ones among them are marked
-    /// visited, so the hand passes over them once more before it may take
-    /// them: the protection costs one lookup per announced row, and the
-    /// hand's work stays O(1) per eviction (`Slab::evict_one`) however much
-    /// of the cache is upcoming.
+    /// until the result drops. While the upcoming rows fit (`fits`) and a
+    /// slab is full, its cached rows among them are marked visited, so the
+    /// hand passes over them once more before it may take them: one lookup
+    /// per announced row, and the hand's work stays O(1) per eviction
+    /// (`Slab::evict_one`) however much of the cache is upcoming. A slab
+    /// with room evicts nothing, and past `fits` marking every announced
+    /// row would leave the visited bits meaning nothing: no marks then.
     pub fn expect(&self, ids: Vec<u64>) -> Expected {
+        let expected = Expected::new(Some(self.upcoming.clone()), ids);
+        let distinct = self.upcoming.counts.read_locked().len();
         for s in &self.slabs {
-            s.read_locked().mark(&ids);
+            let s = s.read_locked();
+            if s.key.len() == s.slots && fits(distinct, s.slots) {
+                s.mark(&expected.ids);
+            }
         }
-        Expected::new(Some(self.upcoming.clone()), ids)
+        expected
     }
-
 
     /// Positions of the rows among `ids` (of tensor `ti`) that upcoming
     /// batches ask for and the cache does not hold.
@@ -406,7 +412,7 @@ impl RowCache {
         }
         let s = self.slabs[ti].read_locked();
         let up = self.upcoming.counts.read_locked();
-        if !fits(&up, s.slots) {
+        if !fits(up.len(), s.slots) {
             return Vec::new();
         }
         (0..ids.len()).filter(|&j| up.contains_key(&ids[j]) && !s.map.contains_key(&ids[j])).collect()
