@@ -13,7 +13,7 @@ PIP_DEPS  := maturin pytest numpy networkx mypy
 # pull CUDA libraries: ~100 s and ~5 GB, once (stamp file).
 TORCH_DEPS := torch torch_geometric scipy
 
-.PHONY: test demo build develop stubtest venv venv-torch apt-fio clean
+.PHONY: test demo build develop stubtest lint venv venv-torch apt-fio clean
 
 $(VENV)/.ready:
 	python3 -m venv $(VENV)
@@ -46,6 +46,13 @@ develop: venv
 stubtest: develop
 	@$(PY) -c "import mypy" 2>/dev/null || $(PIP) install -q mypy
 	$(PY) -m mypy.stubtest solidgraph._native
+
+# What CI checks besides the tests: formatting (rustfmt.toml), clippy with
+# every warning an error, and the stub against the module.
+lint: venv
+	$(CARGO) fmt --all --check
+	PYO3_PYTHON=$(abspath $(PY)) $(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(MAKE) stubtest
 
 test: venv venv-torch build develop
 	$(CARGO) test --workspace --exclude solidgraph-py --release
