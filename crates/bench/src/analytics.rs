@@ -221,7 +221,8 @@ pub fn run(a: AnalyticsArgs) -> CliResult {
     let progress = Progress { hidden: a.json };
     let source = Source::Generated(Kronecker::new(a.scale, a.edge_factor, a.seed).map_err(BenchError::Invalid)?);
     let dir = a.dir.clone().unwrap_or_else(|| bench_root().join(format!("analytics-s{}", a.scale)));
-    let spec = GraphSpec { source, dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone(), order: a.order, lower_lists: a.lower_lists };
+    let spec =
+        GraphSpec { source, dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone(), order: a.order, lower_lists: a.lower_lists };
     let g = prepare_graph(&spec, &progress, &|_| Ok(Vec::new()))?;
     if g.meta.id_bytes != 4 {
         return Err(BenchError::Invalid("the mmap baselines read u32 column indices (at most 2^32 vertices)".into()).into());
@@ -296,7 +297,10 @@ pub fn run(a: AnalyticsArgs) -> CliResult {
                 let end = run_worker(&format!("{}-{}", c.name(), algo.name()), &args, cg.as_ref(), Some(Duration::from_secs_f64(cap)));
                 pb.finish_and_clear();
                 let w = match end {
-                    Ok(WorkerEnd::Done(line)) => Some(serde_json::from_str::<WorkerReport>(&line).map_err(|e| BenchError::Worker { contender: c.name(), reason: format!("bad report {line:?}: {e}") })?),
+                    Ok(WorkerEnd::Done(line)) => Some(
+                        serde_json::from_str::<WorkerReport>(&line)
+                            .map_err(|e| BenchError::Worker { contender: c.name(), reason: format!("bad report {line:?}: {e}") })?,
+                    ),
                     Ok(WorkerEnd::Capped) => None,
                     // A run that fails (e.g. killed at the memory limit) is
                     // reported, and the others go on.
@@ -454,11 +458,14 @@ impl Report<'_> {
                 let cell = self.cell(c, algo);
                 let w = cell.run.and_then(|i| self.runs[i].w.clone());
                 let peak = cell.run.and_then(|i| self.runs[i].peak);
-                cs.insert(c.name().into(), serde_json::json!({
-                    "seconds": cell.seconds, "capped_rounds": cell.capped, "rounds": cell.rounds, "cap_seconds": self.cap(c),
-                    "report": w, "peak_memory_bytes": peak,
-                    "rounds_seconds": self.runs.iter().filter(|r| r.c == c && r.algo == algo).map(|r| r.w.as_ref().map(|w| w.seconds)).collect::<Vec<_>>(),
-                }));
+                cs.insert(
+                    c.name().into(),
+                    serde_json::json!({
+                        "seconds": cell.seconds, "capped_rounds": cell.capped, "rounds": cell.rounds, "cap_seconds": self.cap(c),
+                        "report": w, "peak_memory_bytes": peak,
+                        "rounds_seconds": self.runs.iter().filter(|r| r.c == c && r.algo == algo).map(|r| r.w.as_ref().map(|w| w.seconds)).collect::<Vec<_>>(),
+                    }),
+                );
             }
             let (vs_a, a_met, vs_b, b_met) = self.verdicts(algo);
             let state = algo.state_per_vertex(self.a.order) * self.g.meta.nodes;
@@ -497,7 +504,12 @@ impl Report<'_> {
             if self.cgroups { "cgroup v1 memory limit per out-of-core run (S and a); (b) unlimited" } else { "NOT enforced (not root or no cgroup v1)" }
         );
         if let Some(s) = &self.seq {
-            println!("device: bench io --pattern read --block 1MiB --depth 64 on {}: {:.0} MiB/s sequential ({})", g.l.dir.parent().unwrap_or(&g.l.dir).join("io.dat").display(), s.mib_s, s.backend);
+            println!(
+                "device: bench io --pattern read --block 1MiB --depth 64 on {}: {:.0} MiB/s sequential ({})",
+                g.l.dir.parent().unwrap_or(&g.l.dir).join("io.dat").display(),
+                s.mib_s,
+                s.backend
+            );
         }
         println!(
             "BFS from vertex {} (has edges); PageRank {} iterations; caches dropped before every run; {} round(s), medians shown; caps: S {} s, mmap {} s",
@@ -509,8 +521,19 @@ impl Report<'_> {
         for &algo in &self.a.algos {
             let state = algo.state_per_vertex(self.a.order) * n;
             let limit = self.budget.max(state + PROCESS_OVERHEAD + MIN_CACHE);
-            let note = if limit > self.budget { "state + 64 MiB overhead + 32 MiB cache exceed the budget: limit raised" } else { "fits: cache = budget - state - 64 MiB overhead" };
-            println!("{:<9} {:>10.0} {:>10.0} {:>10.0} {:>10}  {note}", algo.name(), mib(state), mib(limit), mib(limit - state - PROCESS_OVERHEAD), algo.state_per_vertex(self.a.order));
+            let note = if limit > self.budget {
+                "state + 64 MiB overhead + 32 MiB cache exceed the budget: limit raised"
+            } else {
+                "fits: cache = budget - state - 64 MiB overhead"
+            };
+            println!(
+                "{:<9} {:>10.0} {:>10.0} {:>10.0} {:>10}  {note}",
+                algo.name(),
+                mib(state),
+                mib(limit),
+                mib(limit - state - PROCESS_OVERHEAD),
+                algo.state_per_vertex(self.a.order)
+            );
         }
         println!();
         println!(
@@ -574,7 +597,9 @@ impl Report<'_> {
         for f in &self.failures {
             println!("FAILED (counted as capped): {f}");
         }
-        println!("MiB read: our volume's bytes (S, b) or /proc/self/io read_bytes (mmap); pass/st: bytes read per pass / store size; passes: BFS levels, PR iterations, k-core degree scan + h-index rounds, WCC 1");
+        println!(
+            "MiB read: our volume's bytes (S, b) or /proc/self/io read_bytes (mmap); pass/st: bytes read per pass / store size; passes: BFS levels, PR iterations, k-core degree scan + h-index rounds, WCC 1"
+        );
     }
 }
 
@@ -584,10 +609,23 @@ pub fn worker(a: AnalyticsWorkerArgs) -> CliResult {
     join_cgroup(&a.cgroup)?;
     let l = Layout { dir: a.dir.clone() };
     let (io0, f0) = (os_read_bytes(), major_faults());
-    let mut rep = WorkerReport { seconds: 0.0, warmup_seconds: None, volume_bytes: None, ios: None, cache_hits: None, cache_misses: None, os_read_bytes: 0, major_faults: 0, passes: 1 };
+    let mut rep = WorkerReport {
+        seconds: 0.0,
+        warmup_seconds: None,
+        volume_bytes: None,
+        ios: None,
+        cache_hits: None,
+        cache_misses: None,
+        os_read_bytes: 0,
+        major_faults: 0,
+        passes: 1,
+    };
     let result: Res = match a.contender {
         Contender::Solidgraph | Contender::Cached => {
-            let store = Store::open(&l.store(), &OpenOptions { cache_bytes: a.cache_bytes, backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() })?;
+            let store = Store::open(
+                &l.store(),
+                &OpenOptions { cache_bytes: a.cache_bytes, backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() },
+            )?;
             if a.contender == Contender::Cached {
                 let t = Instant::now();
                 engine_run(&store, &a)?;

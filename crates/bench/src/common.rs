@@ -30,12 +30,27 @@ pub(crate) const CGROUP_ROOT: &str = "/sys/fs/cgroup/memory";
 
 #[derive(Debug)]
 pub enum BenchError {
-    File { path: PathBuf, source: std::io::Error },
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The work directory holds artifacts of another graph.
-    Stale { dir: PathBuf, have: String, want: String },
-    Worker { contender: &'static str, reason: String },
+    Stale {
+        dir: PathBuf,
+        have: String,
+        want: String,
+    },
+    Worker {
+        contender: &'static str,
+        reason: String,
+    },
     /// Two contenders returned different neighbor lists for one batch.
-    Mismatch { batch: usize, contender: &'static str, got: u64, want: u64 },
+    Mismatch {
+        batch: usize,
+        contender: &'static str,
+        got: u64,
+        want: u64,
+    },
     BadCsr(String),
     Invalid(String),
 }
@@ -44,16 +59,13 @@ impl fmt::Display for BenchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BenchError::File { path, source } => write!(f, "{}: {source}", path.display()),
-            BenchError::Stale { dir, have, want } => write!(
-                f,
-                "{} holds artifacts of another graph ({have}; this run wants {want}): pass --fresh or another --dir",
-                dir.display()
-            ),
+            BenchError::Stale { dir, have, want } => {
+                write!(f, "{} holds artifacts of another graph ({have}; this run wants {want}): pass --fresh or another --dir", dir.display())
+            }
             BenchError::Worker { contender, reason } => write!(f, "contender {contender}: {reason}"),
-            BenchError::Mismatch { batch, contender, got, want } => write!(
-                f,
-                "batch {batch}: {contender} returned different neighbor lists than solidgraph (checksum {got:016x}, want {want:016x})"
-            ),
+            BenchError::Mismatch { batch, contender, got, want } => {
+                write!(f, "batch {batch}: {contender} returned different neighbor lists than solidgraph (checksum {got:016x}, want {want:016x})")
+            }
             BenchError::BadCsr(r) => write!(f, "CSR baseline: {r}"),
             BenchError::Invalid(r) => f.write_str(r),
         }
@@ -185,9 +197,7 @@ pub(crate) fn readahead_kb(dir: &Path) -> Option<u64> {
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     let base = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
     // A partition has no queue of its own; its disk is the parent.
-    [base.join("queue/read_ahead_kb"), base.join("../queue/read_ahead_kb")]
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse().ok())
+    [base.join("queue/read_ahead_kb"), base.join("../queue/read_ahead_kb")].iter().find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse().ok())
 }
 
 /// Checks the work directory was built from `params` (or empties it).
@@ -518,7 +528,9 @@ pub(crate) fn prepare_graph(spec: &GraphSpec, progress: &Progress, tensors: &dyn
         // tensors wanted now, is a derived artifact: rebuild it (and the
         // CSR made from it) from the edges.
         let stale = match Store::open(&l.store(), &open_opts) {
-            Err(e @ (StoreError::Corrupt { .. } | StoreError::NotAStore { .. } | StoreError::NewerFormat { .. } | StoreError::OlderFormat { .. })) => Some((e.to_string(), false)),
+            Err(e @ (StoreError::Corrupt { .. } | StoreError::NotAStore { .. } | StoreError::NewerFormat { .. } | StoreError::OlderFormat { .. })) => {
+                Some((e.to_string(), false))
+            }
             Ok(s) if s.reordered() != (spec.order == VertexOrder::Degree) => Some((format!("vertex order is not {:?}", spec.order), false)),
             // The same lists either way: the CSR stays.
             Ok(s) if s.has_lower_lists() != spec.lower_lists => Some((format!("lower lists {}", if spec.lower_lists { "wanted" } else { "not wanted" }), true)),
@@ -704,7 +716,14 @@ pub(crate) fn draw_ids(l: &Layout, meta: CsrMeta, seed: u64, total: usize, nonis
 
 /// `solidgraph-bench io` on a file in the bench directory, in this run:
 /// the device's reference numbers (sequential MiB/s, random IOPS).
-pub(crate) fn device_io(dir: &Path, pattern: &str, block: usize, depth: usize, seconds: f64, backend: &Option<String>) -> CliResult<solidgraph_io::bench::IoBenchResult> {
+pub(crate) fn device_io(
+    dir: &Path,
+    pattern: &str,
+    block: usize,
+    depth: usize,
+    seconds: f64,
+    backend: &Option<String>,
+) -> CliResult<solidgraph_io::bench::IoBenchResult> {
     use solidgraph_io::bench::{IoBenchConfig, Pattern};
     let path = dir.parent().unwrap_or(dir).join("io.dat");
     let size = std::fs::metadata(&path).map_or(4u64 << 30, |m| m.len().max(1 << 30));

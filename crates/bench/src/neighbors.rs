@@ -25,8 +25,8 @@ use solidgraph_store::{Csr, Direction, OpenOptions, Store};
 
 use super::common::*;
 use super::kron::Kronecker;
-use solidgraph_store::order::VertexOrder;
 use solidgraph_cli::util::{CliResult, parse_size};
+use solidgraph_store::order::VertexOrder;
 
 #[derive(Args)]
 pub struct NeighborsArgs {
@@ -154,7 +154,6 @@ pub struct WorkerArgs {
     backend: Option<String>,
 }
 
-
 pub fn run(a: NeighborsArgs) -> CliResult {
     if a.batches == 0 || a.batch_size == 0 || a.rounds == 0 {
         return Err(BenchError::Invalid("--batches, --batch-size and --rounds must be at least 1".into()).into());
@@ -176,7 +175,8 @@ pub fn run(a: NeighborsArgs) -> CliResult {
             None => format!("neighbors-s{}", a.scale),
         })
     });
-    let spec = GraphSpec { source, dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone(), order: VertexOrder::Input, lower_lists: false };
+    let spec =
+        GraphSpec { source, dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone(), order: VertexOrder::Input, lower_lists: false };
     let g = prepare_graph(&spec, &progress, &|_| Ok(Vec::new()))?;
     let files = g.files()?;
     let csr_bytes = g.csr_bytes();
@@ -257,7 +257,6 @@ fn verify(runs: &[Measured]) -> CliResult<usize> {
     Ok(runs.iter().map(|m| m.w.checksums.len()).max().unwrap_or(0))
 }
 
-
 /// One contender's numbers, as the worker prints them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct WorkerReport {
@@ -311,7 +310,12 @@ fn spawn_worker(a: &NeighborsArgs, l: &Layout, c: Contender, cache_bytes: u64, c
     args.push(l.dir.clone().into());
     args.push("--batch-file".into());
     args.push(l.batch_file().into());
-    for (k, v) in [("--batch-size", a.batch_size.to_string()), ("--cache-bytes", cache_bytes.to_string()), ("--max-seconds", a.max_seconds.to_string()), ("--inflight", a.inflight.to_string())] {
+    for (k, v) in [
+        ("--batch-size", a.batch_size.to_string()),
+        ("--cache-bytes", cache_bytes.to_string()),
+        ("--max-seconds", a.max_seconds.to_string()),
+        ("--inflight", a.inflight.to_string()),
+    ] {
         args.push(k.into());
         args.push(v.into());
     }
@@ -320,7 +324,9 @@ fn spawn_worker(a: &NeighborsArgs, l: &Layout, c: Contender, cache_bytes: u64, c
         args.push(b.into());
     }
     match run_worker(c.name(), &args, cg, None)? {
-        WorkerEnd::Done(line) => serde_json::from_str(&line).map_err(|e| BenchError::Worker { contender: c.name(), reason: format!("bad report {line:?}: {e}") }.into()),
+        WorkerEnd::Done(line) => {
+            serde_json::from_str(&line).map_err(|e| BenchError::Worker { contender: c.name(), reason: format!("bad report {line:?}: {e}") }.into())
+        }
         WorkerEnd::Capped => unreachable!("no cap"),
     }
 }
@@ -431,7 +437,6 @@ fn checksum(csr: &Csr) -> u64 {
     h
 }
 
-
 /// CSR read with our volume: the row pointers of the whole batch in one
 /// read, then all their columns in a second, dependent one.
 struct IoCsr {
@@ -538,11 +543,7 @@ impl Report<'_> {
     fn ratios(&self) -> (f64, f64, bool) {
         let s = self.median(Contender::Solidgraph);
         let fewer = CONTENDERS[1..].iter().all(|&c| s.pages_per_vertex() < self.median(c).pages_per_vertex());
-        (
-            s.vertices_per_s() / self.mmap_best().vertices_per_s(),
-            s.vertices_per_s() / self.median(Contender::CsrIo).vertices_per_s(),
-            fewer,
-        )
+        (s.vertices_per_s() / self.mmap_best().vertices_per_s(), s.vertices_per_s() / self.median(Contender::CsrIo).vertices_per_s(), fewer)
     }
 
     fn enforcement(&self) -> &'static str {

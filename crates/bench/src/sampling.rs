@@ -25,8 +25,8 @@ use solidgraph_store::{Direction, OpenOptions, RowAdmission, Store, TensorData, 
 
 use super::common::*;
 use super::kron::Kronecker;
-use solidgraph_store::order::VertexOrder;
 use solidgraph_cli::util::{CliResult, parse_size};
+use solidgraph_store::order::VertexOrder;
 
 #[derive(Args)]
 pub struct SamplingArgs {
@@ -379,7 +379,15 @@ pub fn run(a: SamplingArgs) -> CliResult {
     let k = Kronecker::new(a.scale, a.edge_factor, a.seed).map_err(BenchError::Invalid)?;
     let n = k.num_nodes();
     let dir = a.dir.clone().unwrap_or_else(|| bench_root().join(format!("sampling-s{}", a.scale)));
-    let spec = GraphSpec { source: Source::Generated(k), dir, fresh: a.fresh, import_memory: a.import_memory, backend: a.backend.clone(), order: a.order, lower_lists: false };
+    let spec = GraphSpec {
+        source: Source::Generated(k),
+        dir,
+        fresh: a.fresh,
+        import_memory: a.import_memory,
+        backend: a.backend.clone(),
+        order: a.order,
+        lower_lists: false,
+    };
     let t = Instant::now();
     let g = prepare_graph(&spec, &progress, &|l| {
         write_features(&features_path(l), n, a.dim, a.seed, &progress)?;
@@ -392,10 +400,15 @@ pub fn run(a: SamplingArgs) -> CliResult {
     // One batch's output: every sampled node's feature row, held once by the
     // sampler and once as pages read for it; each worker thread has a batch
     // in hand.
-    let fan: u64 = a.fanouts.iter().scan(1u64, |acc, &f| {
-        *acc *= f.max(1) as u64;
-        Some(*acc)
-    }).sum::<u64>() + 1;
+    let fan: u64 = a
+        .fanouts
+        .iter()
+        .scan(1u64, |acc, &f| {
+            *acc *= f.max(1) as u64;
+            Some(*acc)
+        })
+        .sum::<u64>()
+        + 1;
     let batch_bytes = 2 * a.workers.max(1) as u64 * a.batch_size as u64 * fan * 4 * a.dim;
     // A renumbered store holds its map back to the user's ids (4 B per
     // vertex): the sampler answers in user ids.
@@ -474,7 +487,10 @@ pub fn run(a: SamplingArgs) -> CliResult {
             let end = run_worker(&format!("sampling-{}", c.name()), &args, cg.as_ref(), Some(Duration::from_secs_f64(cap)));
             pb.finish_and_clear();
             let w = match end {
-                Ok(WorkerEnd::Done(line)) => Some(serde_json::from_str::<WorkerReport>(&line).map_err(|e| BenchError::Worker { contender: c.name(), reason: format!("bad report {line:?}: {e}") })?),
+                Ok(WorkerEnd::Done(line)) => Some(
+                    serde_json::from_str::<WorkerReport>(&line)
+                        .map_err(|e| BenchError::Worker { contender: c.name(), reason: format!("bad report {line:?}: {e}") })?,
+                ),
                 Ok(WorkerEnd::Capped) => None,
                 // A failed run (e.g. killed at the memory limit) is
                 // reported; the others go on.
@@ -633,7 +649,10 @@ impl Report<'_> {
     fn print(&self) {
         let mib = |b: u64| b as f64 / (1 << 20) as f64;
         let g = self.g;
-        println!("graph: {}: {} vertices, {} directed edges (undirected, deduplicated); features x: {} x {} f32", g.params, g.meta.nodes, g.meta.edges, g.meta.nodes, self.a.dim);
+        println!(
+            "graph: {}: {} vertices, {} directed edges (undirected, deduplicated); features x: {} x {} f32",
+            g.params, g.meta.nodes, g.meta.edges, g.meta.nodes, self.a.dim
+        );
         if let (Some(s), Some(e)) = (g.prep.import_seconds, g.prep.import_input_edges) {
             println!("import (edges + features): {e} input edges in {s:.1} s; preparation {:.1} s in all", self.prep_seconds);
         }
@@ -650,11 +669,23 @@ impl Report<'_> {
         );
         println!(
             "{} batches x {} seeds (ids with edges; (b) the first {} after a warm-up pass over them), fanouts {:?}, without replacement, features gathered; gather alone: {} batches x {} uniform rows; caches dropped before every run; at most {} s measured per run, killed after {} s; {} round(s), medians",
-            self.a.batches, self.a.batch_size, self.a.oracle_batches, self.a.fanouts, self.a.gather_batches, self.a.gather_rows, self.a.max_seconds, self.a.kill_seconds, self.a.rounds
+            self.a.batches,
+            self.a.batch_size,
+            self.a.oracle_batches,
+            self.a.fanouts,
+            self.a.gather_batches,
+            self.a.gather_rows,
+            self.a.max_seconds,
+            self.a.kill_seconds,
+            self.a.rounds
         );
         if let Some(d) = self.device_iops() {
             let each = |v: &[IoBenchResult]| v.iter().map(|r| format!("{:.0} ({}, p50 {:.0} us)", r.iops, r.backend, r.p50_us)).collect::<Vec<_>>().join(", ");
-            println!("device: bench io randread depth 64, before and after: 4 KiB {}; 16 KiB {}; the bar uses {d:.0} IOPS", each(&self.iops), each(&self.iops16));
+            println!(
+                "device: bench io randread depth 64, before and after: 4 KiB {}; 16 KiB {}; the bar uses {d:.0} IOPS",
+                each(&self.iops),
+                each(&self.iops16)
+            );
             if let Some((io, pg)) = self.device_costs() {
                 println!("device costs (from the higher readings): {:.1} us per I/O + {:.1} us per 4 KiB page", 1e6 * io, 1e6 * pg);
             }
@@ -666,7 +697,8 @@ impl Report<'_> {
         );
         for &c in &self.contenders {
             let Some(m) = self.median(c) else { continue };
-            let all: Vec<String> = self.runs.iter().filter(|r| r.c == c).map(|r| if r.w.is_some() { format!("{:.0}", r.rate()) } else { "killed".into() }).collect();
+            let all: Vec<String> =
+                self.runs.iter().filter(|r| r.c == c).map(|r| if r.w.is_some() { format!("{:.0}", r.rate()) } else { "killed".into() }).collect();
             match &m.w {
                 None => println!("{:<27} {:>10}", c.label(), format!("killed (>{:.0} s or failed)", self.a.kill_seconds)),
                 Some(w) => println!(
@@ -719,9 +751,16 @@ impl Report<'_> {
             );
         }
         if let Some(o) = self.median(Contender::Solidgraph).and_then(|m| m.w.as_ref()?.open_seconds) {
-            println!("S time includes opening the store: {o:.2} s (then the row cache fills with the highest-degree vertices' rows while the first batches are sampled)");
+            println!(
+                "S time includes opening the store: {o:.2} s (then the row cache fills with the highest-degree vertices' rows while the first batches are sampled)"
+            );
         }
-        println!("gather alone S / mmap (best: {}): {}   bar >= {BAR_GATHER}x: {}", b["gather_mmap_best"].as_str().unwrap_or("-"), f("gather_speedup_vs_mmap_best"), pass("gather_3x"));
+        println!(
+            "gather alone S / mmap (best: {}): {}   bar >= {BAR_GATHER}x: {}",
+            b["gather_mmap_best"].as_str().unwrap_or("-"),
+            f("gather_speedup_vs_mmap_best"),
+            pass("gather_3x")
+        );
         println!(
             "verified: every finished run equals SolidGraph's batches (nodes, edges, {}feature bytes) over {} batches",
             if self.a.order == VertexOrder::Input { "edge ids, " } else { "" },
@@ -873,7 +912,14 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
         let opened = Instant::now();
         let store = Arc::new(Store::open(
             &l.store(),
-            &OpenOptions { cache_bytes: a.cache_bytes, row_cache_bytes: a.row_cache_bytes, row_admission: a.row_admission.into(), backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() },
+            &OpenOptions {
+                cache_bytes: a.cache_bytes,
+                row_cache_bytes: a.row_cache_bytes,
+                row_admission: a.row_admission.into(),
+                backend: backend_choice(&a.backend)?,
+                inflight_per_member: a.inflight,
+                ..Default::default()
+            },
         )?);
         let open_seconds = opened.elapsed().as_secs_f64();
         let mut r = if c.gather() {

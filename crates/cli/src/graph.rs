@@ -107,7 +107,9 @@ pub fn import_cmd(a: ImportArgs) -> CliResult {
         ..Default::default()
     };
     let pb = progress_bar(0, "import");
-    pb.set_style(indicatif::ProgressStyle::with_template("{msg:>14} [{bar:40}] {pos}/{len} {per_sec} eta {eta}").expect("static template").progress_chars("=> "));
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{msg:>14} [{bar:40}] {pos}/{len} {per_sec} eta {eta}").expect("static template").progress_chars("=> "),
+    );
     if a.json {
         pb.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
@@ -154,11 +156,8 @@ pub struct InfoArgs {
 pub fn info_cmd(a: InfoArgs) -> CliResult {
     let s = Store::open(&a.path, &OpenOptions { cache_bytes: 0, ..Default::default() })?;
     let sb = s.superblock();
-    let tensors: Vec<serde_json::Value> = sb
-        .tensors
-        .iter()
-        .map(|t| serde_json::json!({"name": t.name, "dtype": t.dtype.name(), "dim": t.dim, "rows": t.rows, "pages": t.pages}))
-        .collect();
+    let tensors: Vec<serde_json::Value> =
+        sb.tensors.iter().map(|t| serde_json::json!({"name": t.name, "dtype": t.dtype.name(), "dim": t.dim, "rows": t.rows, "pages": t.pages})).collect();
     let j = serde_json::json!({
         "path": a.path, "format_version": sb.version, "epoch": sb.epoch,
         "num_nodes": s.num_nodes(), "num_edges": s.num_edges(), "pending_updates": s.pending_updates(), "directed": sb.directed,

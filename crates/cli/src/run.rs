@@ -128,7 +128,9 @@ pub fn run_cmd(a: RunArgs) -> CliResult {
             let r = eng::walks::random_walks(&store, &starts, &o)?;
             let row = a.length + 1;
             let k = starts.len() as u64;
-            Box::new(move |i| if i < k { r[i as usize * row..(i as usize + 1) * row].iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ") } else { String::new() })
+            Box::new(move |i| {
+                if i < k { r[i as usize * row..(i as usize + 1) * row].iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ") } else { String::new() }
+            })
         }
     };
     let secs = t0.elapsed().as_secs_f64();

@@ -10,9 +10,9 @@
 //! algorithm (which may spread a batch's vertices over both cores), and the
 //! batches reach it in the plan's order.
 
-use std::sync::{Condvar, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::mpsc::sync_channel;
+use std::sync::{Condvar, Mutex};
 
 use solidgraph_io::sync::{CondvarExt, MutexExt};
 use solidgraph_store::{ChunkLimit, Csr, Direction, GttRef, RangePages, Store};
@@ -261,9 +261,7 @@ impl<'a> Lists<'a> {
             return Lists::new(store, Direction::Out, false);
         }
         if store.gtt(Direction::In).is_err() {
-            return Err(EngineError::Unsupported(format!(
-                "{what} on a directed graph needs its in-edges; re-import with --in-edges (in_edges=True)"
-            )));
+            return Err(EngineError::Unsupported(format!("{what} on a directed graph needs its in-edges; re-import with --in-edges (in_edges=True)")));
         }
         let mut l = Lists::new(store, Direction::Out, false)?;
         l.dirs.push(Direction::In);
@@ -337,20 +335,24 @@ impl<'a> Lists<'a> {
     /// (vertices without edges get empty lists). Weights are empty unless
     /// requested.
     pub fn scan(&self, mut f: impl FnMut(u64, &[u64], &[f32])) -> Result<()> {
-        self.batches(Frontier::All, |b| (0..b.len()).for_each(|i| {
-            let (v, l, w) = b.get(i);
-            f(v, l, w)
-        }))
+        self.batches(Frontier::All, |b| {
+            (0..b.len()).for_each(|i| {
+                let (v, l, w) = b.get(i);
+                f(v, l, w)
+            })
+        })
     }
 
     /// Calls `f` for every vertex of `frontier` (sorted, distinct), in no
     /// particular order.
     pub fn visit(&self, frontier: &[u64], mut f: impl FnMut(u64, &[u64], &[f32])) -> Result<()> {
         debug_assert!(frontier.windows(2).all(|w| w[0] < w[1]), "frontier must be sorted and distinct");
-        self.batches(Frontier::Ids(frontier), |b| (0..b.len()).for_each(|i| {
-            let (v, l, w) = b.get(i);
-            f(v, l, w)
-        }))
+        self.batches(Frontier::Ids(frontier), |b| {
+            (0..b.len()).for_each(|i| {
+                let (v, l, w) = b.get(i);
+                f(v, l, w)
+            })
+        })
     }
 
     /// Hands `f` the frontier's lists one read batch at a time: for `All`,

@@ -71,10 +71,14 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
         lists.batches(Frontier::Set(&active), |b| {
             let new = per_vertex(b, |cnt, v, list, tmp| {
                 let s = sorted(list, tmp);
-                h_index(core[v as usize], distinct(v, s).map(|(i, u)| {
-                    prefetch(&core, s, i + AHEAD);
-                    core[u as usize]
-                }), cnt)
+                h_index(
+                    core[v as usize],
+                    distinct(v, s).map(|(i, u)| {
+                        prefetch(&core, s, i + AHEAD);
+                        core[u as usize]
+                    }),
+                    cnt,
+                )
             });
             // All of the batch's values change first: a vertex's support
             // counted its batch neighbors at their values before the batch,

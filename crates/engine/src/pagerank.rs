@@ -404,11 +404,7 @@ impl Sums {
             let h = h.get_mut_locked();
             shared.par_iter_mut().zip(h.par_iter_mut()).for_each(|(s, h)| *s.get_mut() = s.get_mut().wrapping_add(std::mem::take(&mut h.1)));
         }
-        shared
-            .par_chunks_mut(PART)
-            .enumerate()
-            .map(|(k, part)| f(k * PART, part))
-            .collect()
+        shared.par_chunks_mut(PART).enumerate().map(|(k, part)| f(k * PART, part)).collect()
     }
 }
 

@@ -115,8 +115,7 @@ pub fn choose(rng: &mut Xoshiro256PlusPlus, d: usize, k: i64, replace: bool, w: 
         (Some(w), false) => {
             // Efraimidis-Spirakis: the k largest ln(u) / w are a weighted
             // sample without replacement; zero weights are never drawn.
-            let mut keys: Vec<(f64, usize)> =
-                w.iter().enumerate().filter(|(_, x)| **x > 0.0).map(|(i, &x)| (rng.random::<f64>().ln() / x as f64, i)).collect();
+            let mut keys: Vec<(f64, usize)> = w.iter().enumerate().filter(|(_, x)| **x > 0.0).map(|(i, &x)| (rng.random::<f64>().ln() / x as f64, i)).collect();
             if keys.len() > k {
                 keys.select_nth_unstable_by(k - 1, |a, b| b.0.total_cmp(&a.0));
                 keys.truncate(k);

@@ -26,7 +26,15 @@ fn rmat(scale: u32, edges: usize, seed: u64) -> (Vec<u64>, Vec<u64>) {
         let (mut a, mut b) = (0u64, 0u64);
         for _ in 0..scale {
             let r = (next() >> 11) as f64 / (1u64 << 53) as f64;
-            let (i, j) = if r < 0.57 { (0, 0) } else if r < 0.76 { (0, 1) } else if r < 0.95 { (1, 0) } else { (1, 1) };
+            let (i, j) = if r < 0.57 {
+                (0, 0)
+            } else if r < 0.76 {
+                (0, 1)
+            } else if r < 0.95 {
+                (1, 0)
+            } else {
+                (1, 1)
+            };
             a = a * 2 + i;
             b = b * 2 + j;
         }
@@ -48,11 +56,24 @@ fn build(directed: bool, dedup: bool, lower_lists: bool) -> G {
     // A directed store holds each edge once: twice the edges for as many
     // pages; lower lists hold half the edges of the out-lists, which must
     // still span several chunks.
-    let (src, dst) = rmat(16, if directed { 6_000_000 } else if lower_lists { 4_000_000 } else { 2_400_000 }, 7);
+    let (src, dst) = rmat(
+        16,
+        if directed {
+            6_000_000
+        } else if lower_lists {
+            4_000_000
+        } else {
+            2_400_000
+        },
+        7,
+    );
     let o = ImportOptions { undirected: !directed, in_edges: directed, dedup, lower_lists, num_nodes: Some(1 << 16), ..Default::default() };
     import(&path, &[EdgeInput::Memory { src, dst, weights: None, labels: None }], &[], &o, &|_, _, _| {}).unwrap();
     let s = Store::open(&path, &OpenOptions::default()).unwrap();
-    assert!(s.chunk_ranges(Direction::Out, ChunkLimit { pages: 1024, edges: u64::MAX, vertices: u64::MAX }).unwrap().len() >= 3, "the graph must span several chunks");
+    assert!(
+        s.chunk_ranges(Direction::Out, ChunkLimit { pages: 1024, edges: u64::MAX, vertices: u64::MAX }).unwrap().len() >= 3,
+        "the graph must span several chunks"
+    );
     G { _dir: dir, path, n: 1 << 16 }
 }
 
@@ -206,7 +227,10 @@ fn undirected_lower_lists() {
         let want: Vec<u64> = o.iter().copied().filter(|&u| u <= v as u64).collect();
         assert_eq!(l, &want, "lower list of {v}");
     }
-    assert!(s.chunk_ranges(Direction::Lower, ChunkLimit { pages: 1024, edges: u64::MAX, vertices: u64::MAX }).unwrap().len() >= 2, "the lower lists must span several chunks");
+    assert!(
+        s.chunk_ranges(Direction::Lower, ChunkLimit { pages: 1024, edges: u64::MAX, vertices: u64::MAX }).unwrap().len() >= 2,
+        "the lower lists must span several chunks"
+    );
     check(&g, false);
 
     // PageRank with a tolerance stops early and still matches.

@@ -168,12 +168,7 @@ fn check(alg: &str, g: &G, store: &Path, want: &BTreeMap<u64, String>, params: &
 }
 
 fn properties(path: &Path) -> HashMap<String, String> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect()
+    std::fs::read_to_string(path).unwrap().lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.trim().to_string(), v.trim().to_string())).collect()
 }
 
 #[test]
@@ -190,13 +185,8 @@ fn example_graphs_match_reference_outputs() {
             let store = g.store(dir.path(), directed, order);
             let props = properties(&ex.join(format!("{name}.properties")));
             let p = |k: &str| props[&format!("graph.{name}.{k}")].clone();
-            let params: HashMap<&str, String> = [
-                ("source", p("bfs.source-vertex")),
-                ("damping", p("pr.damping-factor")),
-                ("iterations", p("pr.num-iterations")),
-            ]
-            .into_iter()
-            .collect();
+            let params: HashMap<&str, String> =
+                [("source", p("bfs.source-vertex")), ("damping", p("pr.damping-factor")), ("iterations", p("pr.num-iterations"))].into_iter().collect();
             for alg in ["bfs", "wcc", "pr", "lcc", "sssp"] {
                 let want = g.expected(&ex.join(format!("{name}-{}", alg.to_uppercase())));
                 check(alg, &g, &store, &want, &params);
@@ -214,8 +204,7 @@ fn per_algorithm_validation_graphs() {
         return;
     };
     // Parameters of the Graphalytics validation suite for these graphs.
-    let params: HashMap<&str, String> =
-        [("source", "1".to_string()), ("damping", "0.85".to_string()), ("iterations", "26".to_string())].into_iter().collect();
+    let params: HashMap<&str, String> = [("source", "1".to_string()), ("damping", "0.85".to_string()), ("iterations", "26".to_string())].into_iter().collect();
     let cd: HashMap<&str, String> = [("iterations", "5".to_string())].into_iter().collect();
     for alg in ["bfs", "wcc", "pr", "cdlp", "lcc", "sssp"] {
         for (kind, directed) in [("dir", true), ("undir", false)] {

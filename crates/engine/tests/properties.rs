@@ -19,7 +19,14 @@ fn build(n: u64, edges: &[(u64, u64)], directed: bool, cache: u64) -> Case {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("g");
     // Half the undirected graphs get lower lists (PageRank and WCC read them).
-    let o = ImportOptions { undirected: !directed, in_edges: directed, lower_lists: !directed && n.is_multiple_of(2), dedup: true, num_nodes: Some(n), ..Default::default() };
+    let o = ImportOptions {
+        undirected: !directed,
+        in_edges: directed,
+        lower_lists: !directed && n.is_multiple_of(2),
+        dedup: true,
+        num_nodes: Some(n),
+        ..Default::default()
+    };
     let input = EdgeInput::Memory { src: edges.iter().map(|e| e.0).collect(), dst: edges.iter().map(|e| e.1).collect(), weights: None, labels: None };
     import(&path, &[input], &[], &o, &|_, _, _| {}).unwrap();
     let store = Store::open(&path, &OpenOptions { cache_bytes: cache, ..Default::default() }).unwrap();

@@ -7,8 +7,8 @@
 //! member's queue full (io_uring), or a thread pool busy (POSIX), or runs them
 //! against an in-memory disk that injects faults ([`SimDisk`]).
 
-pub mod bench;
 mod backend;
+pub mod bench;
 mod buf;
 mod error;
 mod stats;

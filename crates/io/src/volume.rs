@@ -109,10 +109,7 @@ impl VolumeOptions {
             return Err(IoError::Config(format!("in-flight cap {} must be in 1..=4096", self.inflight_per_member)));
         }
         if self.max_io_bytes < ps || !self.max_io_bytes.is_multiple_of(ps) || self.max_io_bytes > (64 << 20) {
-            return Err(IoError::Config(format!(
-                "max I/O size {} must be a multiple of the page size ({ps}) up to 64 MiB",
-                self.max_io_bytes
-            )));
+            return Err(IoError::Config(format!("max I/O size {} must be a multiple of the page size ({ps}) up to 64 MiB", self.max_io_bytes)));
         }
         Ok(())
     }
@@ -241,11 +238,7 @@ impl Volume {
         let backend: Box<dyn Backend> = match &opts.backend {
             BackendChoice::Sim(disk) => {
                 if disk.members() != paths.len() {
-                    return Err(IoError::Config(format!(
-                        "simulated disk has {} members, volume names {}",
-                        disk.members(),
-                        paths.len()
-                    )));
+                    return Err(IoError::Config(format!("simulated disk has {} members, volume names {}", disk.members(), paths.len())));
                 }
                 Box::new(SimBackend { disk: disk.clone() })
             }
@@ -282,8 +275,7 @@ impl Volume {
                             log::warn!("{e}; falling back to the POSIX backend");
                         }
                         log::info!("I/O backend: posix ({} threads)", opts.posix_threads);
-                        let p = PosixBackend::new(files, opts.posix_threads)
-                            .map_err(|e| IoError::Os { path: paths[0].clone(), source: e })?;
+                        let p = PosixBackend::new(files, opts.posix_threads).map_err(|e| IoError::Os { path: paths[0].clone(), source: e })?;
                         Box::new(p)
                     }
                 }
@@ -438,9 +430,7 @@ impl Volume {
             }
             // Merge when adjacent on the member and adjacent in `data`.
             let merge = match (last, ops.last()) {
-                (Some((lm, loff, li)), Some(op)) => {
-                    lm == m && loff + ps as u64 == off && li + 1 == i && (op.len as usize) < self.opts.max_io_bytes
-                }
+                (Some((lm, loff, li)), Some(op)) => lm == m && loff + ps as u64 == off && li + 1 == i && (op.len as usize) < self.opts.max_io_bytes,
                 _ => false,
             };
             if merge {
@@ -464,12 +454,7 @@ impl Volume {
         if ops.is_empty() {
             return Ok(());
         }
-        let ctx = ExecCtx {
-            cap: self.opts.inflight_per_member,
-            inline_watermark: self.opts.inline_watermark,
-            paths: &self.paths,
-            counters: &self.counters,
-        };
+        let ctx = ExecCtx { cap: self.opts.inflight_per_member, inline_watermark: self.opts.inline_watermark, paths: &self.paths, counters: &self.counters };
         self.backend.execute(ops, by_member, &ctx)
     }
 

@@ -446,7 +446,14 @@ impl Graph {
     /// change is below `tol`.
     #[pyo3(signature = (damping=0.85, iterations=20, tol=None, progress=ProgressArg::default()))]
     #[pyo3(text_signature = "(self, damping=0.85, iterations=20, tol=None, progress=False)")]
-    fn pagerank<'py>(&self, py: Python<'py>, damping: f64, iterations: u32, tol: Option<f64>, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    fn pagerank<'py>(
+        &self,
+        py: Python<'py>,
+        damping: f64,
+        iterations: u32,
+        tol: Option<f64>,
+        progress: ProgressArg<'py>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let rep = Reporter::new(py, "pagerank", progress)?;
         let store = self.store()?;
         let r = py.allow_threads(|| pagerank::pagerank(&store, damping, iterations, tol, &|a, b, c| rep.report(a, b, c))).map_err(err)?;

@@ -187,12 +187,7 @@ impl SimDisk {
 }
 
 fn sim_err(op: &IoOp, why: &'static str) -> IoError {
-    IoError::Device {
-        path: format!("sim{}", op.member).into(),
-        offset: op.offset,
-        len: op.len as u64,
-        source: std::io::Error::other(why),
-    }
+    IoError::Device { path: format!("sim{}", op.member).into(), offset: op.offset, len: op.len as u64, source: std::io::Error::other(why) }
 }
 
 pub(crate) struct SimBackend {

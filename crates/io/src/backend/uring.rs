@@ -77,14 +77,8 @@ impl UringBackend {
             Ok(r) => r,
             Err(_) => IoUring::new(self.entries).map_err(|e| IoError::UringUnavailable(e.to_string()))?,
         };
-        ring.submitter()
-            .register_files(&self.fds)
-            .map_err(|e| IoError::UringUnavailable(format!("register_files: {e}")))?;
-        let iov: Vec<libc::iovec> = self
-            .registered
-            .iter()
-            .map(|&(p, l)| libc::iovec { iov_base: p as *mut libc::c_void, iov_len: l })
-            .collect();
+        ring.submitter().register_files(&self.fds).map_err(|e| IoError::UringUnavailable(format!("register_files: {e}")))?;
+        let iov: Vec<libc::iovec> = self.registered.iter().map(|&(p, l)| libc::iovec { iov_base: p as *mut libc::c_void, iov_len: l }).collect();
         // SAFETY: the chunks live in the volume's buffer pool for as long as the
         // backend (and so every ring) lives; they are never freed before it.
         let fixed_bufs = iov.is_empty() || unsafe { ring.submitter().register_buffers(&iov) }.is_ok();
