@@ -13,7 +13,8 @@ only results cross into Python, as numpy arrays.
 
 Submodules, imported on first use: `solidgraph.torch` (NeighborLoader; needs
 torch), `solidgraph.pyg` (PyG FeatureStore/GraphStore/NeighborSampler; needs
-torch_geometric), `solidgraph.datasets` (Planetoid reader, R-MAT generator).
+torch_geometric), `solidgraph.datasets` (Planetoid reader, R-MAT generator),
+`solidgraph.infer` (export PyG models for `Graph.infer`; needs torch to export).
 
 Errors derive from `SolidGraphError`: `CorruptionError`, `StaleError`,
 `FormatError`, `NotFoundError` (a LookupError), `LockedError`,
@@ -26,6 +27,7 @@ from solidgraph._native import (
     CorruptionError,
     FormatError,
     Graph,
+    InferModel,
     InvalidArgumentError,
     LockedError,
     NotFoundError,
@@ -44,6 +46,7 @@ __all__ = [
     "CorruptionError",
     "FormatError",
     "Graph",
+    "InferModel",
     "InvalidArgumentError",
     "LockedError",
     "NotFoundError",
@@ -58,7 +61,7 @@ __all__ = [
     "open",
 ]
 
-_SUBMODULES = ("datasets", "pyg", "torch")
+_SUBMODULES = ("datasets", "infer", "pyg", "torch")
 
 
 def __getattr__(name):

@@ -12,6 +12,7 @@ __all__ = [
     "CorruptionError",
     "FormatError",
     "Graph",
+    "InferModel",
     "InvalidArgumentError",
     "LockedError",
     "NotFoundError",
@@ -21,8 +22,10 @@ __all__ = [
     "SolidGraphIOError",
     "StaleError",
     "__version__",
+    "batch_seed",
     "bench_io",
     "import_graph",
+    "load_model",
     "open",
 ]
 
@@ -357,6 +360,26 @@ class Graph:
         of `lookahead // 2` that read the lists they share once (0: sample
         and gather each batch in one step). Options are checked here; a bad
         batch raises InvalidArgumentError when it is reached."""
+    def infer(
+        self,
+        model: _StrPath | InferModel,
+        nodes: _Ids,
+        fanouts: Sequence[int] | None = None,
+        batch_size: int = 1024,
+        features: _Names = "x",
+        seed: int = 0,
+        workers: int = 2,
+        prefetch: int = 2,
+        progress: _Progress = False,
+    ) -> _F32:
+        """GNN inference next to the store: the output rows of `model` (a
+        model directory or `solidgraph.infer.load(dir)`) for `nodes`, float32
+        of shape (len(nodes), out_dim) in the order of `nodes`. Per batch of
+        `batch_size` nodes the engine samples (`fanouts`, -1: all; None: the
+        full neighbourhood, which equals full-batch inference), gathers
+        `features` (one store tensor per model input) and runs the model,
+        sampling the next batches while this one computes. Batch i samples
+        with `solidgraph.infer.batch_seed(seed, i)`. See `solidgraph.infer`."""
     def random_walks(
         self, starts: _Ids, length: int, p: float = 1.0, q: float = 1.0, seed: int | None = None, direction: str = "out"
     ) -> _I64:
@@ -491,6 +514,34 @@ class SampleLoader(Iterator[Sample]):
     @property
     def position(self) -> int:
         """Batches handed out so far."""
+
+@final
+class InferModel:
+    """A loaded model directory (model.json + weights.safetensors), checked
+    and planned once: pass it to `Graph.infer` to skip loading per call."""
+
+    @property
+    def path(self) -> pathlib.Path: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def inputs(self) -> list[tuple[str, int]]:
+        """The node tensors the model reads, as (name, columns)."""
+    @property
+    def out_dim(self) -> int: ...
+    @property
+    def num_layers(self) -> int: ...
+    @property
+    def full_fanouts(self) -> list[int]:
+        """The hops `fanouts=None` samples (one more than the layers when an aggregation normalises by degree)."""
+    def kernels(self) -> list[tuple[int, str, str]]:
+        """(op index, op, kernel) of every step."""
+
+def load_model(path: _StrPath) -> InferModel:
+    """Loads and checks a model directory written by `solidgraph.infer.export`."""
+
+def batch_seed(seed: int, i: int) -> int:
+    """The seed batch `i` of `Graph.infer(..., seed=seed)` (and of `Graph.sample_loader`) samples with."""
 
 def bench_io(
     paths: Sequence[_StrPath],

@@ -19,6 +19,7 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 use pyo3::{IntoPyObjectExt, PyTypeInfo};
 use solidgraph_engine::EngineError;
 use solidgraph_io::IoError;
+use solidgraph_runner::RunnerError;
 use solidgraph_store::StoreError;
 
 /// The classes, in the order of `CLASSES`; `Base` must stay first.
@@ -77,7 +78,9 @@ const CLASSES: [Class; 8] = [
         doc: "`path` is not a store this build reads: not a SolidGraph store at all (no valid\n\
               superblock, or its first file missing), or a format version newer (upgrade solidgraph)\n\
               or older (import the graph again) than this build's. For a version mismatch `found` is\n\
-              the store's format version and `supported` this build's; otherwise both are None.",
+              the store's format version and `supported` this build's; otherwise both are None.\n\n\
+              Also raised for a model (model.json) this build does not read: a newer DFG version\n\
+              (`found`, `supported`) or an op it does not know.",
     },
     Class {
         name: "NotFoundError",
@@ -231,6 +234,36 @@ fn engine_kind<'py>(py: Python<'py>, e: &EngineError) -> PyResult<(Kind, Attrs<'
     })
 }
 
+fn runner_kind<'py>(py: Python<'py>, e: &RunnerError) -> PyResult<(Kind, Attrs<'py>)> {
+    Ok(match e {
+        RunnerError::Engine(e) => return engine_kind(py, e),
+        RunnerError::Io { path, source } => (Kind::Io, vec![path_at(py, path)?, errno_of(py, source)?]),
+        // A model this build does not read: a newer DFG version or an op it
+        // does not know (upgrade solidgraph), or not a DFG at all.
+        RunnerError::Version { found, supported } => (Kind::Format, vec![at(py, "found", *found)?, at(py, "supported", *supported)?]),
+        RunnerError::UnknownOp { .. } | RunnerError::Format(_) => (Kind::Format, vec![]),
+        RunnerError::TooLarge { path, .. } => (Kind::InvalidArgument, vec![path_at(py, path)?]),
+        // A malformed model, bad weights (missing, mistyped, misshapen,
+        // NaN/inf), inputs that do not fit it, or a plugin that does not
+        // load: the caller's model or arguments are at fault.
+        RunnerError::Json(_)
+        | RunnerError::BadOp { .. }
+        | RunnerError::Invalid(_)
+        | RunnerError::WeightsFile(_)
+        | RunnerError::MissingWeight { .. }
+        | RunnerError::WeightDtype { .. }
+        | RunnerError::WeightShape { .. }
+        | RunnerError::WeightNotFinite { .. }
+        | RunnerError::Shape { .. }
+        | RunnerError::Input { .. }
+        | RunnerError::Block { .. }
+        | RunnerError::NoKernel { .. } => (Kind::InvalidArgument, vec![]),
+        RunnerError::Plugin { path, .. } => (Kind::InvalidArgument, vec![path_at(py, path)?]),
+        // A kernel that fails on inputs the plan checked: the engine's fault.
+        RunnerError::Kernel { .. } => (Kind::Base, vec![]),
+    })
+}
+
 /// The exception of `kind` with `message` and `attrs`.
 fn build(py: Python<'_>, kind: Kind, message: String, attrs: Attrs<'_>) -> PyResult<PyErr> {
     let e = types(py)?[kind as usize].bind(py).call1((message,))?;
@@ -255,6 +288,13 @@ impl ToPyErr for StoreError {
 impl ToPyErr for EngineError {
     fn to_py_err(&self, py: Python<'_>) -> PyResult<PyErr> {
         let (kind, attrs) = engine_kind(py, self)?;
+        build(py, kind, self.to_string(), attrs)
+    }
+}
+
+impl ToPyErr for RunnerError {
+    fn to_py_err(&self, py: Python<'_>) -> PyResult<PyErr> {
+        let (kind, attrs) = runner_kind(py, self)?;
         build(py, kind, self.to_string(), attrs)
     }
 }

@@ -366,6 +366,34 @@ impl Graph {
         Ok(SampleLoader::new(p, tensors))
     }
 
+    /// GNN inference next to the store: the output rows of `model` (a model
+    /// directory or `solidgraph.infer.load(dir)`) for `nodes`, a float32
+    /// array of shape (len(nodes), out_dim) in the order of `nodes`. Per batch
+    /// of `batch_size` nodes the engine samples (`fanouts`, -1: all; None:
+    /// the full neighbourhood, which equals full-batch inference), gathers
+    /// `features` (one store tensor per model input) and runs the model,
+    /// sampling the next batches while this one computes. Batch i samples
+    /// with `solidgraph.infer.batch_seed(seed, i)`. See `solidgraph.infer`.
+    #[pyo3(signature = (model, nodes, fanouts=None, batch_size=1024, features=crate::infer::Features::x(), seed=0, workers=2, prefetch=2, progress=ProgressArg::default()))]
+    #[pyo3(text_signature = "(self, model, nodes, fanouts=None, batch_size=1024, features='x', seed=0, workers=2, prefetch=2, progress=False)")]
+    #[allow(clippy::too_many_arguments)]
+    fn infer<'py>(
+        &self,
+        py: Python<'py>,
+        model: &Bound<'py, PyAny>,
+        nodes: &Bound<'py, PyAny>,
+        fanouts: Option<&Bound<'py, PyAny>>,
+        batch_size: usize,
+        features: crate::infer::Features,
+        seed: u64,
+        workers: usize,
+        prefetch: usize,
+        progress: ProgressArg<'py>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let fanouts = fanouts.map(self::fanouts).transpose()?;
+        crate::infer::infer(py, self.store()?, self.slot.clone(), model, nodes, fanouts, batch_size, features, seed, workers, prefetch, progress)
+    }
+
     /// Random walks from `starts`, all advanced together: an int64 array of
     /// shape (len(starts), length + 1) whose first column is `starts`.
     /// p != 1 or q != 1 gives node2vec's second-order walks. A walk at a

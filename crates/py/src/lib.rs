@@ -4,6 +4,7 @@ mod convert;
 mod errors;
 mod graph;
 mod import;
+mod infer;
 mod loader;
 mod progress;
 mod sample;
@@ -66,5 +67,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<graph::Graph>()?;
     m.add_class::<sample::PySample>()?;
     m.add_class::<loader::SampleLoader>()?;
+    m.add_class::<infer::PyModel>()?;
+    m.add_function(wrap_pyfunction!(infer::load_model, m)?)?;
+    m.add_function(wrap_pyfunction!(infer::batch_seed, m)?)?;
     Ok(())
 }

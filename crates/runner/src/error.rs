@@ -46,6 +46,9 @@ pub enum RunnerError {
     Kernel { index: usize, op: String, kernel: String, message: String },
     #[error("plugin {path}: {message}")]
     Plugin { path: PathBuf, message: String },
+    /// Sampling or gathering for inference failed in the engine or the store.
+    #[error(transparent)]
+    Engine(#[from] solidgraph_engine::EngineError),
 }
 
 pub type Result<T> = std::result::Result<T, RunnerError>;

@@ -10,6 +10,8 @@
 //!   aggregation read only by the next GEMM into one `spmm_gemm`.
 //! - [`block`]: one layer's bipartite graph; [`blocks_from_sample`] and [`blocks_full`].
 //! - [`model`]: [`Model::load`], [`Model::run`] (one mini-batch), [`Model::run_sample`].
+//! - [`infer`]: [`infer_nodes`], batched inference over a store, sampling and gathering
+//!   ahead of the model like the engine's loader.
 //! - [`models`]: builders of GCN, GraphSAGE, GIN, GAT and NGCF, with their exact
 //!   semantics (what matches PyG) in that module's docs.
 //!
@@ -22,6 +24,7 @@ pub mod block;
 pub mod dfg;
 pub mod error;
 pub mod fuse;
+pub mod infer;
 pub mod kernels;
 pub mod limits;
 pub mod model;
@@ -34,6 +37,7 @@ pub mod weights;
 pub use block::{Block, EdgeView, blocks_from_sample, blocks_full};
 pub use dfg::{Dfg, Node, Op};
 pub use error::{Result, RunnerError};
+pub use infer::{InferOptions, infer_nodes};
 pub use kernels::{Args, Kernel};
 pub use model::{Model, save_model};
 pub use registry::{Device, Registry};

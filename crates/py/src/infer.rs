@@ -1,0 +1,152 @@
+//! `Graph.infer` and `solidgraph.infer.load`: GNN inference next to the
+//! store (crates/runner). Only the output rows cross into Python; sampling,
+//! gathering and the model run with the GIL released.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use numpy::PyArray1;
+use pyo3::prelude::*;
+use solidgraph_runner::Model;
+use solidgraph_runner::infer::{InferOptions, full_fanouts, infer_nodes};
+use solidgraph_store::Store;
+
+use crate::convert::u64_vec;
+use crate::errors::{err, invalid};
+use crate::graph::StoreSlot;
+use crate::progress::{ProgressArg, Reporter};
+
+/// A loaded model directory (model.json + weights.safetensors), checked and
+/// planned once: pass it to `Graph.infer` to skip loading on every call.
+/// Immutable and safe to share between threads.
+#[pyclass(frozen, module = "solidgraph", name = "InferModel")]
+pub struct PyModel {
+    inner: Arc<Model>,
+    path: PathBuf,
+}
+
+#[pymethods]
+impl PyModel {
+    /// The directory the model was loaded from.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// The DFG's name ("gcn", "sage", ...).
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.dfg().name.clone()
+    }
+
+    /// The node tensors the model reads, as (name, columns).
+    #[getter]
+    fn inputs(&self) -> Vec<(String, usize)> {
+        self.inner.inputs().iter().map(|i| (i.name.clone(), i.cols)).collect()
+    }
+
+    /// Width of the output rows.
+    #[getter]
+    fn out_dim(&self) -> usize {
+        self.inner.output_cols()
+    }
+
+    /// Layers of graph (blocks) the model reads.
+    #[getter]
+    fn num_layers(&self) -> usize {
+        self.inner.num_blocks()
+    }
+
+    /// The hops `fanouts=None` samples: every neighbour, one hop per layer
+    /// and one more when an aggregation normalises by degree.
+    #[getter]
+    fn full_fanouts(&self) -> Vec<i64> {
+        full_fanouts(&self.inner)
+    }
+
+    /// (op index, op, kernel) of every step: which kernel runs each op.
+    fn kernels(&self) -> Vec<(usize, &'static str, String)> {
+        self.inner.kernel_names()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("InferModel({:?}, name={:?}, out_dim={})", self.path, self.inner.dfg().name, self.inner.output_cols())
+    }
+}
+
+fn load(py: Python<'_>, path: PathBuf) -> PyResult<PyModel> {
+    let inner = py.allow_threads(|| Model::load(&path)).map_err(err)?;
+    Ok(PyModel { inner: Arc::new(inner), path })
+}
+
+/// Loads and checks a model directory written by `solidgraph.infer.export`.
+#[pyfunction]
+pub fn load_model(py: Python<'_>, path: PathBuf) -> PyResult<PyModel> {
+    load(py, path)
+}
+
+/// The seed batch `i` of `Graph.infer(..., seed=seed)` (and of
+/// `Graph.sample_loader`) samples with.
+#[pyfunction]
+pub fn batch_seed(seed: u64, i: u64) -> u64 {
+    solidgraph_runner::infer::batch_seed(seed, i)
+}
+
+/// A model argument: an InferModel, or a path to load.
+fn model_arg(py: Python<'_>, model: &Bound<'_, PyAny>) -> PyResult<Arc<Model>> {
+    if let Ok(m) = model.downcast::<PyModel>() {
+        return Ok(m.get().inner.clone());
+    }
+    let path: PathBuf = model.extract().map_err(|_| invalid("model must be a model directory (str or os.PathLike) or a solidgraph.infer.load() result"))?;
+    Ok(load(py, path)?.inner)
+}
+
+/// `features=`: one store tensor name, or one per model input.
+#[derive(FromPyObject)]
+pub enum Features {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Features {
+    pub fn x() -> Features {
+        Features::One("x".into())
+    }
+
+    fn names(self) -> Vec<String> {
+        match self {
+            Features::One(s) => vec![s],
+            Features::Many(v) => v,
+        }
+    }
+}
+
+/// The body of `Graph.infer` (graph.rs keeps only the method).
+#[allow(clippy::too_many_arguments)]
+pub fn infer<'py>(
+    py: Python<'py>,
+    store: Arc<Store>,
+    slot: Arc<StoreSlot>,
+    model: &Bound<'py, PyAny>,
+    nodes: &Bound<'py, PyAny>,
+    fanouts: Option<Vec<i64>>,
+    batch_size: usize,
+    features: Features,
+    seed: u64,
+    workers: usize,
+    prefetch: usize,
+    progress: ProgressArg<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let model = model_arg(py, model)?;
+    let nodes = u64_vec(nodes, "nodes")?;
+    let features = features.names();
+    let rep = Reporter::new(py, "infer", progress)?;
+    let o = InferOptions { fanouts, batch_size, features, seed, workers, prefetch, reopen: Some(Arc::new(move || Ok(slot.get()?))) };
+    let total = nodes.len() as u64;
+    let out = py
+        // The sampler takes the user's ids (it maps them on stores imported with order="degree").
+        .allow_threads(|| infer_nodes(store, &model, &nodes, &o, &mut |done| rep.report("nodes", done as u64, total)))
+        .map_err(err)?;
+    let (rows, cols) = (out.rows, out.cols);
+    PyArray1::from_vec(py, out.data).call_method1("reshape", ((rows, cols),))
+}
