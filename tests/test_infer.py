@@ -1,0 +1,261 @@
+"""GNN inference next to the store (issue 29, stage 2): models exported from
+PyTorch / PyG with solidgraph.infer.export and run by Graph.infer equal
+PyTorch's outputs on the same subgraph, full neighbourhood and sampled, on a
+random graph and on Cora; bad inputs raise typed errors."""
+
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch_geometric")
+
+import solidgraph  # noqa: E402
+from solidgraph import FormatError, InvalidArgumentError, NotFoundError, SolidGraphIOError  # noqa: E402
+from solidgraph.infer import NGCF, batch_seed, export, load  # noqa: E402
+from torch_geometric.nn import GATConv, GCNConv, SAGEConv  # noqa: E402
+from torch_geometric.nn.models import GAT, GCN, GIN, GraphSAGE  # noqa: E402
+
+DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+CORA = DATASETS / "planetoid" / "Cora" / "raw"
+TOL = 1e-4
+MODELS = ["gcn", "sage", "gin", "gat", "ngcf", "custom"]
+
+
+class Residual(torch.nn.Module):
+    """A hand-written model traced with torch_geometric.nn.fx: convs, Linear,
+    functional activations, dropout and a residual add."""
+
+    def __init__(self, d, h, out):
+        super().__init__()
+        self.inp = torch.nn.Linear(d, h)
+        self.c1 = GCNConv(h, h)
+        self.c2 = SAGEConv(h, h)
+        self.drop = torch.nn.Dropout(0.5)
+        self.out = torch.nn.Linear(h, out)
+
+    def forward(self, x, edge_index):
+        x = torch.relu(self.inp(x))
+        x = x + torch.nn.functional.elu(self.c1(x, edge_index))
+        x = self.drop(x)
+        x = x + self.c2(x, edge_index).tanh()
+        return self.out(x)
+
+
+def make_model(kind, d, seed=0):
+    torch.manual_seed(seed)
+    m = {
+        "gcn": lambda: GCN(d, 32, 2, out_channels=8),
+        "sage": lambda: GraphSAGE(d, 32, 2, out_channels=8),
+        "gin": lambda: GIN(d, 32, 2, out_channels=8, train_eps=True),
+        "gat": lambda: GAT(d, 8, 2, out_channels=8, heads=4),
+        "ngcf": lambda: NGCF(d, [16, 8]),
+        "custom": lambda: Residual(d, 16, 8),
+    }[kind]()
+    if kind == "gin":
+        with torch.no_grad():
+            for c in m.convs:
+                c.eps.fill_(0.3)  # a non-zero eps, as trained
+    return m.eval()
+
+
+def edge_index_of(g):
+    """Every stored edge as PyG's (source, target) edge_index."""
+    indptr, indices = g.neighbors(np.arange(g.num_nodes), "out")[:2]
+    src = np.repeat(np.arange(g.num_nodes), np.diff(indptr))
+    return torch.from_numpy(np.stack([src, indices]).astype(np.int64))
+
+
+def rel_err(out, ref):
+    return float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-30))
+
+
+class Case:
+    def __init__(self, g, x):
+        self.g, self.x = g, x
+        self.ei = edge_index_of(g)
+        self.xt = torch.from_numpy(x)
+
+
+@pytest.fixture(scope="module")
+def rand(tmp_path_factory):
+    n, e, d = 500, 3000, 12
+    rng = np.random.default_rng(1)
+    src = rng.integers(0, n, e)
+    # A few hubs and some isolated nodes (no edges at ids >= 480).
+    dst = np.where(rng.random(e) < 0.1, rng.integers(0, 5, e), rng.integers(0, 480, e))
+    src = np.minimum(src, 479)
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    path = tmp_path_factory.mktemp("infer") / "rand"
+    solidgraph.import_graph(path, (src, dst), {"x": x}, in_edges=True, dedup=True, num_nodes=n)
+    return Case(solidgraph.open(path), x)
+
+
+@pytest.fixture(scope="module")
+def cora(tmp_path_factory):
+    if not CORA.is_dir():
+        pytest.skip(f"{CORA} is missing: check out the shared datasets as ../shared beside the repository")
+    from solidgraph.datasets import load_planetoid
+
+    ds = load_planetoid(CORA, "Cora")
+    path = tmp_path_factory.mktemp("infer") / "cora"
+    solidgraph.import_graph(path, (ds.src, ds.dst), {"x": ds.x}, undirected=True, dedup=True)
+    return Case(solidgraph.open(path), np.asarray(ds.x, dtype=np.float32))
+
+
+@pytest.fixture(params=["rand", "cora"])
+def case(request):
+    return request.getfixturevalue(request.param)
+
+
+@pytest.mark.parametrize("kind", MODELS)
+def test_full_neighbourhood_equals_full_batch(case, kind, tmp_path):
+    m = make_model(kind, case.x.shape[1])
+    model = export(m, tmp_path / kind)
+    nodes = np.random.default_rng(2).permutation(case.g.num_nodes)[:150]
+    nodes = np.concatenate([nodes, nodes[:5]])  # repeats get the same rows
+    out = case.g.infer(model, nodes, batch_size=64)
+    with torch.no_grad():
+        ref = m(case.xt, case.ei)[torch.from_numpy(nodes)].numpy()
+    assert out.dtype == np.float32 and out.shape == ref.shape
+    assert rel_err(out, ref) < TOL, rel_err(out, ref)
+
+
+@pytest.mark.parametrize("kind", MODELS)
+def test_sampled_equals_pyg_on_the_same_subgraph(case, kind, tmp_path):
+    m = make_model(kind, case.x.shape[1], seed=3)
+    export(m, tmp_path / kind)
+    nodes = np.random.default_rng(4).permutation(case.g.num_nodes)[:100]
+    fanouts, seed, bs = [5, 3], 11, 40
+    out = case.g.infer(tmp_path / kind, nodes, fanouts=fanouts, batch_size=bs, seed=seed)
+    for i, start in enumerate(range(0, len(nodes), bs)):
+        seeds = nodes[start : start + bs]
+        s = case.g.sample_neighbors(seeds, fanouts, seed=batch_seed(seed, i))
+        with torch.no_grad():
+            ref = m(case.xt[torch.from_numpy(s.node)], torch.from_numpy(s.edge_index))[: len(seeds)].numpy()
+        assert rel_err(out[start : start + bs], ref) < TOL, (i, rel_err(out[start : start + bs], ref))
+
+
+def test_model_object_and_path(rand, tmp_path):
+    m = make_model("sage", rand.x.shape[1])
+    model = export(m, tmp_path / "sage")
+    again = load(tmp_path / "sage")
+    assert (again.out_dim, again.num_layers, again.inputs) == (8, 2, [("x", 12)])
+    assert model.full_fanouts == [-1, -1]
+    assert load(export(make_model("gcn", 12), tmp_path / "gcn").path).full_fanouts == [-1, -1, -1]
+    assert {k for _, _, k in model.kernels()}
+    nodes = [3, 1, 4]
+    np.testing.assert_array_equal(rand.g.infer(model, nodes), rand.g.infer(str(tmp_path / "sage"), nodes))
+    assert rand.g.infer(model, []).shape == (0, 8)
+    names = json.loads((tmp_path / "sage" / "model.json").read_text())["weights"]
+    assert set(names) == {f"convs.{i}.{w}" for i in (0, 1) for w in ("lin_l.weight", "lin_l.bias", "lin_r.weight")}
+
+
+# ---- bad input ---------------------------------------------------------------
+
+
+@pytest.fixture
+def sage_dir(rand, tmp_path):
+    export(make_model("sage", rand.x.shape[1]), tmp_path / "m")
+    return tmp_path / "m"
+
+
+def test_width_mismatch(rand, tmp_path):
+    export(make_model("gcn", 7), tmp_path / "m")
+    with pytest.raises(InvalidArgumentError, match="takes 7 columns, store tensor \"x\" has 12"):
+        rand.g.infer(tmp_path / "m", [0, 1])
+
+
+def test_missing_feature_tensor(rand, sage_dir):
+    with pytest.raises(NotFoundError):
+        rand.g.infer(sage_dir, [0], features="nope")
+    with pytest.raises(InvalidArgumentError, match="inputs"):
+        rand.g.infer(sage_dir, [0], features=["x", "x"])
+
+
+def edit_json(d, f):
+    j = json.loads((d / "model.json").read_text())
+    f(j)
+    (d / "model.json").write_text(json.dumps(j))
+
+
+def test_unknown_op_and_newer_version(rand, sage_dir):
+    edit_json(sage_dir, lambda j: j["ops"][0].update(op="frobnicate"))
+    with pytest.raises(FormatError, match="frobnicate"):
+        rand.g.infer(sage_dir, [0])
+    edit_json(sage_dir, lambda j: j.update(version=2))
+    with pytest.raises(FormatError, match="newer") as e:
+        load(sage_dir)
+    assert (e.value.found, e.value.supported) == (2, 1)
+
+
+def test_missing_weight_file(rand, sage_dir):
+    (sage_dir / "weights.safetensors").unlink()
+    with pytest.raises(SolidGraphIOError) as e:
+        rand.g.infer(sage_dir, [0])
+    assert isinstance(e.value, OSError) and "weights.safetensors" in str(e.value)
+
+
+def read_safetensors(path):
+    b = path.read_bytes()
+    (n,) = struct.unpack("<Q", b[:8])
+    header = json.loads(b[8 : 8 + n])
+    return {k: np.frombuffer(b[8 + n + v["data_offsets"][0] : 8 + n + v["data_offsets"][1]], "<f4").reshape(v["shape"]).copy() for k, v in header.items()}
+
+
+def test_nan_weights(rand, sage_dir):
+    from solidgraph.infer import _write_safetensors
+
+    w = read_safetensors(sage_dir / "weights.safetensors")
+    w["convs.1.lin_l.bias"][2] = np.nan
+    _write_safetensors(sage_dir / "weights.safetensors", w)
+    with pytest.raises(InvalidArgumentError, match="convs.1.lin_l.bias.*non-finite"):
+        rand.g.infer(sage_dir, [0])
+    m = make_model("gcn", 12)
+    with torch.no_grad():
+        m.convs[0].bias[0] = float("inf")
+    with pytest.raises(InvalidArgumentError, match="convs.0.bias"):
+        export(m, sage_dir.parent / "inf")
+
+
+def test_nodes_out_of_range(rand, sage_dir):
+    with pytest.raises(InvalidArgumentError, match="out of range"):
+        rand.g.infer(sage_dir, [0, rand.g.num_nodes])
+    with pytest.raises(InvalidArgumentError):
+        rand.g.infer(sage_dir, [-1])
+    with pytest.raises(InvalidArgumentError, match="fanouts"):
+        rand.g.infer(sage_dir, [0], fanouts=[])
+    with pytest.raises(InvalidArgumentError, match="batch_size"):
+        rand.g.infer(sage_dir, [0], batch_size=0)
+
+
+def test_unsupported_modules_are_named(tmp_path):
+    from torch_geometric.nn import ChebConv
+
+    class Cheb(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cheb = ChebConv(4, 4, K=2)
+
+        def forward(self, x, edge_index):
+            return self.cheb(x, edge_index)
+
+    with pytest.raises(InvalidArgumentError, match="'cheb'.*ChebConv"):
+        export(Cheb(), tmp_path / "a")
+    with pytest.raises(InvalidArgumentError, match="aggr='max'"):
+        export(GraphSAGE(4, 8, 2, aggr="max"), tmp_path / "b")
+    with pytest.raises(InvalidArgumentError, match="jk"):
+        export(GCN(4, 8, 2, jk="cat"), tmp_path / "c")
+    class EdgeGat(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gat = GATConv(4, 4, edge_dim=3)
+
+        def forward(self, x, edge_index):
+            return self.gat(x, edge_index)
+
+    with pytest.raises(InvalidArgumentError, match="'gat'.*edge_dim"):
+        export(EdgeGat(), tmp_path / "d")
