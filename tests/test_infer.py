@@ -259,3 +259,25 @@ def test_unsupported_modules_are_named(tmp_path):
 
     with pytest.raises(InvalidArgumentError, match="'gat'.*edge_dim"):
         export(EdgeGat(), tmp_path / "d")
+
+
+def test_cli(rand, sage_dir, tmp_path):
+    """`solidgraph infer` writes the rows Graph.infer returns (SOLIDGRAPH_BIN, or target/release/solidgraph)."""
+    import os
+    import subprocess
+
+    bin_ = os.environ.get("SOLIDGRAPH_BIN", "target/release/solidgraph")
+    if not Path(bin_).exists():
+        pytest.skip(f"{bin_} is not built (cargo build --release -p solidgraph-cli)")
+    nodes = np.array([5, 3, 9, 3], dtype=np.int64)
+    np.save(tmp_path / "nodes.npy", nodes)
+    out = tmp_path / "out.npy"
+    run = [bin_, "infer", str(rand.g.path), "--model", str(sage_dir), "--out", str(out)]
+    subprocess.run(run + ["--nodes", str(tmp_path / "nodes.npy")], capture_output=True, check=True)
+    np.testing.assert_array_equal(np.load(out), rand.g.infer(sage_dir, nodes))
+    subprocess.run(run + ["--nodes", str(tmp_path / "nodes.npy"), "--fanouts", "3,-1", "--seed", "5"], capture_output=True, check=True)
+    np.testing.assert_array_equal(np.load(out), rand.g.infer(sage_dir, nodes, fanouts=[3, -1], seed=5))
+    subprocess.run(run + ["--all", "--batch-size", "100"], capture_output=True, check=True)
+    np.testing.assert_array_equal(np.load(out), rand.g.infer(sage_dir, np.arange(rand.g.num_nodes)))
+    bad = subprocess.run(run, capture_output=True, text=True)
+    assert bad.returncode != 0 and "--nodes" in bad.stderr

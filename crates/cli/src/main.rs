@@ -3,6 +3,7 @@
 
 mod apply;
 mod graph;
+mod infer;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -31,6 +32,8 @@ enum Cmd {
     Merge(apply::MergeArgs),
     /// Runs an analytics algorithm; prints `vertex value` lines (LDBC Graphalytics format).
     Run(run::RunArgs),
+    /// Runs a GNN model (a directory from solidgraph.infer.export) on nodes next to the store; writes a float32 .npy.
+    Infer(infer::InferArgs),
 }
 
 fn main() {
@@ -44,6 +47,7 @@ fn main() {
         Cmd::Run(a) => run::run_cmd(a),
         Cmd::Apply(a) => apply::apply_cmd(a),
         Cmd::Merge(a) => apply::merge_cmd(a),
+        Cmd::Infer(a) => infer::infer_cmd(a),
     };
     if let Err(e) = res {
         eprintln!("error: {e}");
