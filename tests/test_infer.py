@@ -281,3 +281,12 @@ def test_cli(rand, sage_dir, tmp_path):
     np.testing.assert_array_equal(np.load(out), rand.g.infer(sage_dir, np.arange(rand.g.num_nodes)))
     bad = subprocess.run(run, capture_output=True, text=True)
     assert bad.returncode != 0 and "--nodes" in bad.stderr
+
+
+def test_readme_snippet(tmp_path, monkeypatch):
+    """The README's "GNN inference" example runs as written."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("## GNN inference", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})
