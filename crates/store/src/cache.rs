@@ -62,7 +62,11 @@ impl Sieve {
 
     fn unlink(&mut self, i: u32) {
         let (p, n) = (self.nodes[i as usize].prev, self.nodes[i as usize].next);
-        if p != NIL { self.nodes[p as usize].next = n } else { self.head = n }
+        if p != NIL {
+            self.nodes[p as usize].next = n
+        } else {
+            self.head = n
+        }
         if n != NIL { self.nodes[n as usize].prev = p } else { self.tail = p }
     }
 
@@ -196,11 +200,7 @@ impl PageCache {
         let loaded = load(&missing)?;
         debug_assert_eq!(loaded.len(), missing.len());
         self.insert(&missing, |j| loaded[j].clone());
-        Ok(pages
-            .iter()
-            .zip(out)
-            .map(|(p, o)| o.unwrap_or_else(|| loaded[missing.binary_search(p).expect("loaded")].clone()))
-            .collect())
+        Ok(pages.iter().zip(out).map(|(p, o)| o.unwrap_or_else(|| loaded[missing.binary_search(p).expect("loaded")].clone())).collect())
     }
 
     /// The hits among `keys`, in request order, and the distinct missing

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
-use crate::error::{Result, StoreError};
 use crate::base::Base;
+use crate::error::{Result, StoreError};
 use crate::planner::Csr;
 use crate::superblock::Superblock;
 
@@ -21,12 +21,29 @@ use crate::superblock::Superblock;
 pub enum Op {
     /// `count` new vertices, ids from the current vertex count; optional
     /// rows per tensor (row-major bytes for all of them).
-    AddVertices { count: u64, tensors: Vec<(String, Vec<u8>)> },
+    AddVertices {
+        count: u64,
+        tensors: Vec<(String, Vec<u8>)>,
+    },
     /// Removes vertices and every edge touching them.
-    DeleteVertices { ids: Vec<u64> },
-    AddEdges { src: Vec<u64>, dst: Vec<u64>, weights: Option<Vec<f32>>, labels: Option<Vec<u32>> },
-    DeleteEdges { src: Vec<u64>, dst: Vec<u64> },
-    UpdateTensor { name: String, ids: Vec<u64>, rows: Vec<u8> },
+    DeleteVertices {
+        ids: Vec<u64>,
+    },
+    AddEdges {
+        src: Vec<u64>,
+        dst: Vec<u64>,
+        weights: Option<Vec<f32>>,
+        labels: Option<Vec<u32>>,
+    },
+    DeleteEdges {
+        src: Vec<u64>,
+        dst: Vec<u64>,
+    },
+    UpdateTensor {
+        name: String,
+        ids: Vec<u64>,
+        rows: Vec<u8>,
+    },
 }
 
 /// Batches at least this large apply their two directions on two threads

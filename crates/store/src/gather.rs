@@ -68,7 +68,16 @@ impl Gather<'_> {
     // Private to the gather and called from two places: a struct for the
     // arguments would only rename them.
     #[allow(clippy::too_many_arguments)]
-    fn rows_from_pages(&self, base: &Base, ti: usize, ids: &[u64], at: Option<&[usize]>, data: &mut [u8], cached: bool, mut co: Option<&mut CoPage>) -> Result<()> {
+    fn rows_from_pages(
+        &self,
+        base: &Base,
+        ti: usize,
+        ids: &[u64],
+        at: Option<&[usize]>,
+        data: &mut [u8],
+        cached: bool,
+        mut co: Option<&mut CoPage>,
+    ) -> Result<()> {
         let t = &base.sb.tensors[ti];
         let ps = self.fetch.page_size();
         let rb = t.row_bytes();
@@ -83,7 +92,9 @@ impl Gather<'_> {
             index.clear();
             for &i in rows {
                 for k in tensor::row_pages(ids[i], rb, ps) {
-                    let p = base.tensor_page(ti, k).ok_or_else(|| StoreError::Corrupt { page: t.start_page, reason: format!("tensor {:?} has no page {k}", t.name) })?;
+                    let p = base
+                        .tensor_page(ti, k)
+                        .ok_or_else(|| StoreError::Corrupt { page: t.start_page, reason: format!("tensor {:?} has no page {k}", t.name) })?;
                     pages.push(p);
                     index.push(k);
                 }

@@ -23,14 +23,14 @@ use solidgraph_io::sync::{MutexExt, RwLockExt};
 use solidgraph_io::{AlignedBuf, Volume};
 
 use crate::adjacency::{PackedBuilder, packed_entries, write_extent_page};
+use crate::base::{Base, Direction, load_base};
 use crate::delta::Delta;
 use crate::error::{Result, StoreError};
+use crate::gather::Gather;
 use crate::gtt::Gtt;
 use crate::page::{self, HEADER, Header, Kind};
-use crate::space::Space;
-use crate::base::{Base, Direction, load_base};
-use crate::gather::Gather;
 use crate::planner::{Csr, Planned};
+use crate::space::Space;
 use crate::store::Store;
 use crate::superblock::{DirMeta, FORMAT_VERSION, Superblock, Table};
 use crate::tensor;
@@ -146,7 +146,16 @@ impl Store {
         let freed = space.reclaim();
         self.cache().invalidate(&freed);
         let staged = Staged { vol: self.volume(), buf: AlignedBuf::zeroed(STAGE_PAGES * self.page_size()), ids: Vec::new(), written: 0 };
-        let mut m = Merger { base: &base, delta: &delta, gather: self.gather(), epoch: base.sb.epoch + 1, space: &mut space, staged, retired: Vec::new(), rep: MergeReport { updates: delta.ops, ..Default::default() } };
+        let mut m = Merger {
+            base: &base,
+            delta: &delta,
+            gather: self.gather(),
+            epoch: base.sb.epoch + 1,
+            space: &mut space,
+            staged,
+            retired: Vec::new(),
+            rep: MergeReport { updates: delta.ops, ..Default::default() },
+        };
         let built = m.build(lsn);
         let (mut rep, written, retired) = (m.rep, m.staged.written, m.retired);
         let new_base = match built {
@@ -175,7 +184,14 @@ impl Store {
         rep.free_pages = space.free_pages();
         rep.epoch = new_base.sb.epoch;
         rep.seconds = t0.elapsed().as_secs_f64();
-        log::info!("merge: {} updates, {} lists, {} pages written, {} retired, epoch {}", rep.updates, rep.lists, rep.pages_written, rep.pages_retired, rep.epoch);
+        log::info!(
+            "merge: {} updates, {} lists, {} pages written, {} retired, epoch {}",
+            rep.updates,
+            rep.lists,
+            rep.pages_written,
+            rep.pages_retired,
+            rep.epoch
+        );
         Ok(rep)
     }
 }
@@ -425,7 +441,13 @@ impl Merger<'_> {
         let mut packed_edges = 0u64;
         let empty_w: Vec<f32> = Vec::new();
         let empty_l: Vec<u32> = Vec::new();
-        let close = |packed: &mut PackedBuilder, cur: &mut Vec<u8>, packed_edges: &mut u64, space: &mut Space, staged: &mut Staged, entries: &mut Vec<Entry>| -> Result<()> {
+        let close = |packed: &mut PackedBuilder,
+                     cur: &mut Vec<u8>,
+                     packed_edges: &mut u64,
+                     space: &mut Space,
+                     staged: &mut Staged,
+                     entries: &mut Vec<Entry>|
+         -> Result<()> {
             if packed.is_empty() {
                 return Ok(());
             }

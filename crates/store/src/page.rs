@@ -80,10 +80,7 @@ pub fn open(page_no: u64, page: &[u8]) -> Result<Header> {
     let stored = u32::from_le_bytes(page[0..4].try_into().expect("4 bytes"));
     let crc = checksum(page_no, page);
     if stored != crc {
-        return Err(StoreError::Corrupt {
-            page: page_no,
-            reason: format!("checksum mismatch (stored {stored:08x}, computed {crc:08x})"),
-        });
+        return Err(StoreError::Corrupt { page: page_no, reason: format!("checksum mismatch (stored {stored:08x}, computed {crc:08x})") });
     }
     decode(page_no, page)
 }

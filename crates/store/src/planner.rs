@@ -85,7 +85,8 @@ impl<'a> Planned<'a> {
                         let (pg, pno) = (fetched.page(k), self.pages[k]);
                         k += 1;
                         let blk = extent_page(base, pno, pg, v, j)?;
-                        f(i, &blk, gtt.edges_before(first + j)).map_err(|reason| StoreError::Corrupt { page: pno, reason: format!("extent page {j} of vertex {v}: {reason}") })?;
+                        f(i, &blk, gtt.edges_before(first + j))
+                            .map_err(|reason| StoreError::Corrupt { page: pno, reason: format!("extent page {j} of vertex {v}: {reason}") })?;
                     }
                 }
             }

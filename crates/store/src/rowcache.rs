@@ -109,7 +109,11 @@ impl Slab {
 
     fn unlink(&mut self, i: u32) {
         let (p, n) = (self.prev[i as usize], self.next[i as usize]);
-        if p != NIL { self.next[p as usize] = n } else { self.head = n }
+        if p != NIL {
+            self.next[p as usize] = n
+        } else {
+            self.head = n
+        }
         if n != NIL { self.prev[n as usize] = p } else { self.tail = p }
     }
 
@@ -431,7 +435,14 @@ impl RowCache {
                 s.key.len() * (s.rb + SLOT_OVERHEAD) + map_bytes(s.slots) + s.door.as_ref().map_or(0, |_| Doorkeeper::bytes_for(s.slots))
             })
             .sum::<usize>();
-        CacheStats { hits: self.hits.load(Relaxed), misses: self.misses.load(Relaxed), evictions: self.evictions.load(Relaxed), hand_steps: self.hand_steps.load(Relaxed), bytes: bytes as u64, budget: self.budget as u64 }
+        CacheStats {
+            hits: self.hits.load(Relaxed),
+            misses: self.misses.load(Relaxed),
+            evictions: self.evictions.load(Relaxed),
+            hand_steps: self.hand_steps.load(Relaxed),
+            bytes: bytes as u64,
+            budget: self.budget as u64,
+        }
     }
 
     pub fn reset_stats(&self) {

@@ -181,7 +181,8 @@ impl RangePages {
         // The pages' edges: exact when the range is a chunk (chunks start
         // pages).
         let end = self.first + self.pages.len();
-        let edges = (if end < gtt.len() { gtt.edges_before(end) } else { self.base.edges(self.dir) }) - if self.pages.is_empty() { 0 } else { gtt.edges_before(self.first) };
+        let edges = (if end < gtt.len() { gtt.edges_before(end) } else { self.base.edges(self.dir) })
+            - if self.pages.is_empty() { 0 } else { gtt.edges_before(self.first) };
         csr.indices.reserve_exact(edges as usize);
         if let Some(w) = csr.weights.as_mut() {
             w.clear();

@@ -192,7 +192,12 @@ impl Store {
     }
 
     pub fn stats(&self) -> StoreStats {
-        StoreStats { cache: self.shared.cache.stats(), rows: self.shared.rows.as_ref().map(|r| r.stats()), members: self.shared.vol.stats(), page_size: self.page_size() as u64 }
+        StoreStats {
+            cache: self.shared.cache.stats(),
+            rows: self.shared.rows.as_ref().map(|r| r.stats()),
+            members: self.shared.vol.stats(),
+            page_size: self.page_size() as u64,
+        }
     }
 
     pub fn reset_stats(&self) {

@@ -147,7 +147,11 @@ impl Superblock {
         b.extend_from_slice(&self.page_size.to_le_bytes());
         b.extend_from_slice(&self.stripe_pages.to_le_bytes());
         b.extend_from_slice(&self.members.to_le_bytes());
-        let flags = self.directed as u32 | (self.inn.is_some() as u32) << 1 | (self.fmt.weights as u32) << 2 | (self.fmt.labels as u32) << 3 | (self.lower.is_some() as u32) << 4;
+        let flags = self.directed as u32
+            | (self.inn.is_some() as u32) << 1
+            | (self.fmt.weights as u32) << 2
+            | (self.fmt.labels as u32) << 3
+            | (self.lower.is_some() as u32) << 4;
         b.extend_from_slice(&flags.to_le_bytes());
         b.extend_from_slice(&0u64.to_le_bytes());
         for x in [self.num_nodes, self.num_edges, self.total_pages, self.checkpoint_lsn] {
@@ -303,7 +307,11 @@ mod tests {
 
     #[test]
     fn round_trips_and_reads_version_5() {
-        let lower = LowerMeta { dir: DirMeta { gtt_start: 50, gtt_pages: 1, gtt_entries: 9, adj_start: 40, adj_pages: 9, bitmap_pages: 1 }, edges: 2500, degrees: Table { start: 52, pages: 1, words: 500 } };
+        let lower = LowerMeta {
+            dir: DirMeta { gtt_start: 50, gtt_pages: 1, gtt_entries: 9, adj_start: 40, adj_pages: 9, bitmap_pages: 1 },
+            edges: 2500,
+            degrees: Table { start: 52, pages: 1, words: 500 },
+        };
         for sb in [sample(None), sample(Some(lower))] {
             let mut page = vec![0u8; 4096];
             sb.encode(0, &mut page);

@@ -246,7 +246,9 @@ impl Store {
         for (i, l) in now.iter().enumerate() {
             match l {
                 Some(l) => labels.push(*l),
-                None => return Err(StoreError::Invalid(format!("update_edge_weights: edge {} -> {} does not exist", self.user_id(src[i]), self.user_id(dst[i])))),
+                None => {
+                    return Err(StoreError::Invalid(format!("update_edge_weights: edge {} -> {} does not exist", self.user_id(src[i]), self.user_id(dst[i]))));
+                }
             }
         }
         let op = Op::AddEdges { src: src.to_vec(), dst: dst.to_vec(), weights: Some(weights.to_vec()), labels: self.has_labels().then_some(labels) };

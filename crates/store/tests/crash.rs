@@ -15,7 +15,10 @@ use solidgraph_io::{BackendChoice, CrashMode, Faults, SimDisk};
 use solidgraph_store::*;
 
 fn open_sim(path: &Path, disk: &Arc<SimDisk>) -> Result<Store> {
-    Store::open(path, &OpenOptions { writable: true, cache_bytes: 64 << 10, delta_budget: 24 << 10, backend: BackendChoice::Sim(disk.clone()), ..Default::default() })
+    Store::open(
+        path,
+        &OpenOptions { writable: true, cache_bytes: 64 << 10, delta_budget: 24 << 10, backend: BackendChoice::Sim(disk.clone()), ..Default::default() },
+    )
 }
 
 #[test]
@@ -65,4 +68,3 @@ fn power_cut_at_every_io_of_updates_and_merges() {
     }
     eprintln!("power cuts: the workload does {total} I/O operations; a cut at each, unsynced writes lost, then torn: {} recoveries", 2 * total);
 }
-

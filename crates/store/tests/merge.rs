@@ -16,7 +16,10 @@ fn import_edges(path: &std::path::Path, n: u64, edges: &BTreeSet<(u64, u64)>, ro
     let (src, dst): (Vec<u64>, Vec<u64>) = edges.iter().copied().unzip();
     let ws: Vec<f32> = edges.iter().map(|&(s, d)| ((s * 7 + d) % 13) as f32).collect();
     let o = ImportOptions { in_edges: true, weights: true, num_nodes: Some(n), ..Default::default() };
-    let x = TensorInput { name: "x".into(), data: TensorData::Memory { dtype: DType::F32, rows: n, dim: 3, bytes: rows.iter().flat_map(|v| v.to_le_bytes()).collect() } };
+    let x = TensorInput {
+        name: "x".into(),
+        data: TensorData::Memory { dtype: DType::F32, rows: n, dim: 3, bytes: rows.iter().flat_map(|v| v.to_le_bytes()).collect() },
+    };
     import(path, &[EdgeInput::Memory { src, dst, weights: Some(ws), labels: None }], &[x], &o, &|_, _, _| {}).unwrap();
 }
 

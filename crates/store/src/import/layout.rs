@@ -254,7 +254,8 @@ impl Builder<'_> {
         if let Some(d) = self.degrees.as_mut() {
             let n = d.len();
             let x = d.get_mut(self.v as usize).ok_or_else(|| StoreError::Invalid(format!("vertex {} past the {n} vertices", self.v)))?;
-            *x = u32::try_from(degree).map_err(|_| StoreError::Invalid(format!("vertex {} has {degree} edges: lower lists record degrees below 2^32", self.v)))?;
+            *x = u32::try_from(degree)
+                .map_err(|_| StoreError::Invalid(format!("vertex {} has {degree} edges: lower lists record degrees below 2^32", self.v)))?;
         }
         self.v = next;
         self.v_first_edge = self.edges;

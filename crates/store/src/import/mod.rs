@@ -27,11 +27,11 @@ use self::layout::{LayoutOptions, PageWriter, lay_out, write_tensor};
 use self::sort::{Rec, Sorter};
 use self::source::EdgeInput;
 use crate::adjacency::EdgeFormat;
+use crate::base::member_path;
 use crate::error::{Result, StoreError, file_err};
 use crate::gtt::Gtt;
 use crate::order::{Permutation, VertexOrder};
 use crate::page;
-use crate::base::member_path;
 use crate::superblock::{DirMeta, FORMAT_VERSION, LowerMeta, MAX_TENSOR_NAME, MAX_TENSORS, Superblock, Table, TensorMeta};
 use crate::tensor::{self, DType};
 
@@ -103,7 +103,12 @@ impl Default for ImportOptions {
 pub enum TensorData {
     /// A (rows,) or (rows, dim) `.npy` array.
     Npy(PathBuf),
-    Memory { dtype: DType, rows: u64, dim: u64, bytes: Vec<u8> },
+    Memory {
+        dtype: DType,
+        rows: u64,
+        dim: u64,
+        bytes: Vec<u8>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -339,7 +344,8 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         let laid = (|| -> Result<_> {
             let out_total = out_sort.count;
             let mut merged = out_sort.finish(merge_budget)?;
-            let out_laid = lay_out(&vol, next_page, &mut merged, &LayoutOptions { degrees: lower_sort.is_some(), ..lo }, out_total, &|d, t| progress("out-edges", d, t))?;
+            let out_laid =
+                lay_out(&vol, next_page, &mut merged, &LayoutOptions { degrees: lower_sort.is_some(), ..lo }, out_total, &|d, t| progress("out-edges", d, t))?;
             drop(merged);
             let (out_meta, mut next) = write_gtt(&vol, &out_laid.gtt, num_nodes, out_laid.next_page, next_page)?;
             // In-edges and lower lists: one more adjacency each, from its
@@ -357,7 +363,8 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
             let mut lower_meta = None;
             if let Some(s) = lower_sort {
                 let (dir, edges) = more(s, "lower lists", &mut next)?;
-                let words: Vec<u64> = out_laid.degrees.as_deref().unwrap_or(&[]).chunks(2).map(|p| p[0] as u64 | (p.get(1).copied().unwrap_or(0) as u64) << 32).collect();
+                let words: Vec<u64> =
+                    out_laid.degrees.as_deref().unwrap_or(&[]).chunks(2).map(|p| p[0] as u64 | (p.get(1).copied().unwrap_or(0) as u64) << 32).collect();
                 let degrees = write_table(&vol, &words, next)?;
                 next += degrees.pages;
                 lower_meta = Some(LowerMeta { dir, edges, degrees });
@@ -416,15 +423,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     {
         let _ = d.sync_all();
     }
-    Ok(ImportReport {
-        num_nodes,
-        num_edges,
-        input_edges,
-        pages: total_pages,
-        bytes: total_pages * ps as u64,
-        runs,
-        seconds: t0.elapsed().as_secs_f64(),
-    })
+    Ok(ImportReport { num_nodes, num_edges, input_edges, pages: total_pages, bytes: total_pages * ps as u64, runs, seconds: t0.elapsed().as_secs_f64() })
 }
 
 /// The degree order of the input's vertices: one pass over the edges

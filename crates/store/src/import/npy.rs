@@ -73,11 +73,8 @@ pub fn read_header(path: &Path) -> Result<NpyHeader> {
     if descr.starts_with('>') {
         return Err(bad(path, format!("big-endian dtype {descr} is not supported")));
     }
-    let item_size: usize = descr
-        .trim_start_matches(['<', '|', '='])
-        .get(1..)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| bad(path, format!("unsupported dtype {descr}")))?;
+    let item_size: usize =
+        descr.trim_start_matches(['<', '|', '=']).get(1..).and_then(|s| s.parse().ok()).ok_or_else(|| bad(path, format!("unsupported dtype {descr}")))?;
     let hdr = NpyHeader { path: path.to_path_buf(), descr, shape, data_offset: (start + hlen) as u64, item_size };
     let need = hdr.data_offset + hdr.elements() * item_size as u64;
     if file_len < need {

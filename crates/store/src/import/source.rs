@@ -18,7 +18,12 @@ pub enum EdgeInput {
     File(PathBuf),
     /// Two 1-D integer `.npy` arrays of equal length: sources, destinations.
     NpyPair(PathBuf, PathBuf),
-    Memory { src: Vec<u64>, dst: Vec<u64>, weights: Option<Vec<f32>>, labels: Option<Vec<u32>> },
+    Memory {
+        src: Vec<u64>,
+        dst: Vec<u64>,
+        weights: Option<Vec<f32>>,
+        labels: Option<Vec<u32>>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -82,12 +87,7 @@ impl EdgeReader for MemEdges<'_> {
             return Ok(None);
         }
         self.i += 1;
-        Ok(Some(RawEdge {
-            src: self.src[i],
-            dst: self.dst[i],
-            weight: self.weights.map_or(1.0, |w| w[i]),
-            label: self.labels.map_or(0, |l| l[i]),
-        }))
+        Ok(Some(RawEdge { src: self.src[i], dst: self.dst[i], weight: self.weights.map_or(1.0, |w| w[i]), label: self.labels.map_or(0, |l| l[i]) }))
     }
     fn error(&self, reason: String) -> StoreError {
         StoreError::Invalid(format!("edge {}: {reason}", self.i.saturating_sub(1)))

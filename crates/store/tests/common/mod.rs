@@ -189,4 +189,3 @@ pub fn import_base(path: &Path, seed: u64) -> Model {
     import(path, &[EdgeInput::Memory { src: a, dst: b, weights: Some(w), labels: None }], &[x], &o, &|_, _, _| {}).unwrap();
     m
 }
-
