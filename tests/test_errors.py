@@ -150,6 +150,10 @@ def test_missing_and_existing_files_are_os_errors(tmp_path, store):
     assert isinstance(e.value, OSError) and e.value.errno == errno.ENOENT
     assert e.value.path == missing and e.value.filename is None
     assert str(e.value).startswith(f"{missing}: ")  # the engine's message, not OSError's format
+    nowhere = tmp_path / "nowhere"
+    with pytest.raises(SolidGraphIOError) as e:
+        solidgraph.open(nowhere)
+    assert isinstance(e.value, OSError) and e.value.errno == errno.ENOENT and e.value.path == nowhere
     with pytest.raises(OSError, match="already exists") as e:
         solidgraph.import_graph(store, ([0], [1]))
     assert isinstance(e.value, SolidGraphIOError) and e.value.errno == errno.EEXIST and e.value.path == store

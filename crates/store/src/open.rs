@@ -74,10 +74,14 @@ fn bootstrap(dir: &Path, backend: &BackendChoice) -> Result<Superblock> {
         disk.peek(0, 0, 2 * 65536)
     } else {
         let mut f = std::fs::File::open(&p0).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                StoreError::NotAStore { path: dir.to_path_buf(), reason: format!("{} is missing", p0.display()) }
-            } else {
-                StoreError::File { path: p0.clone(), source: e }
+            if e.kind() != std::io::ErrorKind::NotFound {
+                return StoreError::File { path: p0.clone(), source: e };
+            }
+            // No directory at all is a missing file (an OSError in Python);
+            // a directory without a member is not a store.
+            match std::fs::metadata(dir) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => StoreError::File { path: dir.to_path_buf(), source: e },
+                _ => StoreError::NotAStore { path: dir.to_path_buf(), reason: format!("{} is missing", p0.display()) },
             }
         })?;
         let mut head = Vec::new();

@@ -500,7 +500,12 @@ fn newer_format_and_garbage_are_refused() {
     assert!(matches!(e, StoreError::NewerFormat { found: 99, .. }), "{e}");
     std::fs::write(&file, vec![0u8; 8192]).unwrap();
     assert!(matches!(Store::open(&out, &OpenOptions::default()), Err(StoreError::NotAStore { .. })));
-    assert!(matches!(Store::open(&dir.path().join("nothing"), &OpenOptions::default()), Err(StoreError::NotAStore { .. })));
+    // A directory without a member is not a store; no directory at all is a
+    // missing file.
+    assert!(matches!(Store::open(dir.path(), &OpenOptions::default()), Err(StoreError::NotAStore { .. })));
+    let nothing = dir.path().join("nothing");
+    let e = Store::open(&nothing, &OpenOptions::default()).err().expect("opened a missing directory");
+    assert!(matches!(&e, StoreError::File { path, source } if *path == nothing && source.kind() == std::io::ErrorKind::NotFound), "{e}");
 }
 
 #[test]
