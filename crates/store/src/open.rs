@@ -62,7 +62,15 @@ pub enum RowAdmission {
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { cache_bytes: 256 << 20, backend: BackendChoice::Auto, inflight_per_member: 64, writable: false, delta_budget: 256 << 20, row_cache_bytes: 0, row_admission: RowAdmission::Seen }
+        OpenOptions {
+            cache_bytes: 256 << 20,
+            backend: BackendChoice::Auto,
+            inflight_per_member: 64,
+            writable: false,
+            delta_budget: 256 << 20,
+            row_cache_bytes: 0,
+            row_admission: RowAdmission::Seen,
+        }
     }
 }
 
@@ -113,9 +121,7 @@ fn bootstrap(dir: &Path, backend: &BackendChoice) -> Result<Superblock> {
         ps *= 2;
     }
     best.ok_or_else(|| match first_err {
-        Some(StoreError::Corrupt { reason, .. }) => {
-            StoreError::NotAStore { path: dir.to_path_buf(), reason: format!("no valid superblock ({reason})") }
-        }
+        Some(StoreError::Corrupt { reason, .. }) => StoreError::NotAStore { path: dir.to_path_buf(), reason: format!("no valid superblock ({reason})") },
         Some(e) => e,
         None => StoreError::NotAStore { path: dir.to_path_buf(), reason: "file too short for a superblock".into() },
     })
@@ -201,7 +207,9 @@ fn row_cache(sb: &Superblock, budget: u64, admission: RowAdmission, hot: &[u64])
     }
     let mut bits = vec![0u64; sb.num_nodes.div_ceil(64) as usize];
     for &v in hot {
-        let word = bits.get_mut((v / 64) as usize).ok_or_else(|| StoreError::Corrupt { page: sb.hot.start, reason: format!("hot table names vertex {v} of {}", sb.num_nodes) })?;
+        let word = bits
+            .get_mut((v / 64) as usize)
+            .ok_or_else(|| StoreError::Corrupt { page: sb.hot.start, reason: format!("hot table names vertex {v} of {}", sb.num_nodes) })?;
         *word |= 1 << (v % 64);
     }
     Ok(RowCache::new(budget as usize, &row_bytes, Admit::Only(Box::new(move |v| bits.get((v / 64) as usize).is_some_and(|w| w >> (v % 64) & 1 == 1)))))

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use proptest::prelude::*;
-use solidgraph_store::*;
 use solidgraph_store::rowcache::RowCache;
+use solidgraph_store::*;
 
 #[derive(Clone, Debug)]
 struct Graph {
@@ -49,12 +49,7 @@ fn reference(g: &Graph, o: &ImportOptions, num_nodes: u64, reverse: bool) -> BTr
 }
 
 fn mem_input(g: &Graph, o: &ImportOptions) -> EdgeInput {
-    EdgeInput::Memory {
-        src: g.src.clone(),
-        dst: g.dst.clone(),
-        weights: o.weights.then(|| g.w.clone()),
-        labels: o.labels.then(|| g.l.clone()),
-    }
+    EdgeInput::Memory { src: g.src.clone(), dst: g.dst.clone(), weights: o.weights.then(|| g.w.clone()), labels: o.labels.then(|| g.l.clone()) }
 }
 
 fn quiet(_: &str, _: u64, _: u64) {}
@@ -127,9 +122,8 @@ fn check_store(path: &Path, g: &Graph, o: &ImportOptions, num_nodes: u64, x: Opt
             let exp = want.get(&v).unwrap_or(&empty);
             assert_eq!(deg[i], exp.len() as u64, "{dir:?} degree of {v} (internal {})", iids[i]);
             // Lists are sorted by the store's ids; compare as multisets.
-            let mut got: Vec<(u64, u32, u32)> = (a..b)
-                .map(|k| (indices[k], csr.weights.as_ref().map_or(0, |w| w[k].to_bits()), csr.labels.as_ref().map_or(0, |l| l[k])))
-                .collect();
+            let mut got: Vec<(u64, u32, u32)> =
+                (a..b).map(|k| (indices[k], csr.weights.as_ref().map_or(0, |w| w[k].to_bits()), csr.labels.as_ref().map_or(0, |l| l[k]))).collect();
             got.sort_unstable();
             let mut exp: Vec<(u64, u32, u32)> = exp.iter().map(|x| (x.0, if o.weights { x.1 } else { 0 }, if o.labels { x.2 } else { 0 })).collect();
             exp.sort_unstable();
@@ -551,7 +545,11 @@ fn row_cache_admits_the_highest_degree_vertices_rows() {
     let t = TensorInput { name: "x".into(), data: TensorData::Memory { dtype: DType::F32, rows: n, dim: 4, bytes: bytes.clone() } };
     import(&out, &[mem_input(&g, &o)], &[t], &o, &quiet).unwrap();
     let all: Vec<u64> = (0..n).collect();
-    let s = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: RowCache::budget_for(9, &[16]) as u64, row_admission: RowAdmission::Hot, ..Default::default() }).unwrap();
+    let s = Store::open(
+        &out,
+        &OpenOptions { cache_bytes: 0, row_cache_bytes: RowCache::budget_for(9, &[16]) as u64, row_admission: RowAdmission::Hot, ..Default::default() },
+    )
+    .unwrap();
     assert_eq!(s.superblock().hot.words, n / 4, "a quarter of the vertices are ranked");
     s.verify(&mut |_, _| {}).unwrap();
     for _ in 0..3 {
@@ -574,7 +572,11 @@ fn row_cache_admits_the_highest_degree_vertices_rows() {
         assert_eq!(rows.data[i * 16..(i + 1) * 16], bytes[v as usize * 16..(v as usize + 1) * 16]);
     }
     // Admitting every row, cold rows are cached too.
-    let all_rows = Store::open(&out, &OpenOptions { cache_bytes: 0, row_cache_bytes: RowCache::budget_for(9, &[16]) as u64, row_admission: RowAdmission::All, ..Default::default() }).unwrap();
+    let all_rows = Store::open(
+        &out,
+        &OpenOptions { cache_bytes: 0, row_cache_bytes: RowCache::budget_for(9, &[16]) as u64, row_admission: RowAdmission::All, ..Default::default() },
+    )
+    .unwrap();
     all_rows.tensor("x", &[8, 13, 0, 1, 2]).unwrap();
     all_rows.reset_stats();
     all_rows.tensor("x", &[8, 13, 0, 1, 2]).unwrap();
