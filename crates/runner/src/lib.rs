@@ -8,6 +8,9 @@
 //! - [`registry`], [`kernels`]: per op and device, the highest-priority available kernel
 //!   runs; `reference` is the oracle, `cpu` the optimised set. [`fuse`] turns an
 //!   aggregation read only by the next GEMM into one `spmm_gemm`.
+//! - [`plugin`]: kernels from shared libraries with a versioned C ABI
+//!   (`include/solidgraph_plugin.h`), loaded only from a configured directory
+//!   ([`Registry::load_plugins`]).
 //! - [`block`]: one layer's bipartite graph; [`blocks_from_sample`] and [`blocks_full`].
 //! - [`model`]: [`Model::load`], [`Model::run`] (one mini-batch), [`Model::run_sample`].
 //! - [`infer`]: [`infer_nodes`], batched inference over a store, sampling and gathering
@@ -30,6 +33,7 @@ pub mod limits;
 pub mod model;
 pub mod models;
 pub mod plan;
+pub mod plugin;
 pub mod registry;
 pub mod tensor;
 pub mod weights;
@@ -40,6 +44,7 @@ pub use error::{Result, RunnerError};
 pub use infer::{InferOptions, infer_nodes};
 pub use kernels::{Args, Kernel};
 pub use model::{Model, save_model};
+pub use plugin::PluginDir;
 pub use registry::{Device, Registry};
 pub use tensor::Tensor;
 pub use weights::Weight;

@@ -3,15 +3,18 @@
 //! (HolisticGNN's GraphRunner). "cpu" is built in and holds a portable
 //! reference kernel (priority [`REFERENCE`]) and an optimised one
 //! ([`OPTIMISED`]) for every op; devices and kernels added later (in code or,
-//! through the plugin ABI, from shared libraries) take part the same way.
+//! through the plugin ABI, from shared libraries in a configured directory:
+//! [`Registry::load_plugins`], [`crate::plugin`]) take part the same way.
 
 use std::collections::HashMap;
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::dfg::OP_NAMES;
 use crate::error::{Result, RunnerError};
 use crate::kernels::{Kernel, cpu::Cpu, reference::Reference};
+use crate::plugin::{MAX_PLUGINS, Plugin, PluginDir};
 
 /// The reference kernels' priority: the oracle, run when nothing better is there.
 pub const REFERENCE: i32 = 0;
@@ -54,6 +57,8 @@ pub struct Registry {
     devices: Vec<Device>,
     /// Per op, highest priority first; among equals, the earlier registration.
     kernels: HashMap<String, Vec<Entry>>,
+    /// Loaded plugins; their kernels hold them too, so a model outlives its registry.
+    plugins: Vec<Arc<Plugin>>,
 }
 
 impl fmt::Debug for Registry {
@@ -64,7 +69,8 @@ impl fmt::Debug for Registry {
             .map(|(op, es)| (op, es.iter().map(|e| (e.kernel.name().to_string(), e.device.to_string(), e.priority)).collect::<Vec<_>>()))
             .collect();
         ops.sort();
-        f.debug_struct("Registry").field("devices", &self.devices).field("kernels", &ops).finish()
+        let plugins: Vec<_> = self.plugins.iter().map(|p| p.path()).collect();
+        f.debug_struct("Registry").field("devices", &self.devices).field("kernels", &ops).field("plugins", &plugins).finish()
     }
 }
 
@@ -77,7 +83,7 @@ impl Default for Registry {
 impl Registry {
     /// The "cpu" device and no kernels.
     pub fn empty() -> Registry {
-        Registry { devices: vec![Device::cpu()], kernels: HashMap::new() }
+        Registry { devices: vec![Device::cpu()], kernels: HashMap::new(), plugins: Vec::new() }
     }
 
     /// "cpu" with the reference and optimised kernels of every op.
@@ -132,5 +138,46 @@ impl Registry {
     /// Every kernel of `op` as (kernel name, device, priority), highest priority first.
     pub fn kernels(&self, op: &str) -> Vec<(String, Device, i32)> {
         self.kernels.get(op).map_or_else(Vec::new, |l| l.iter().map(|e| (e.kernel.name().to_string(), e.device.clone(), e.priority)).collect())
+    }
+
+    /// Loads plugin `name` (a file directly in `dir`, named relative to it or by an absolute
+    /// path): its devices are added and its kernels registered, or, on any error, nothing.
+    pub fn load_plugin(&mut self, dir: &PluginDir, name: impl AsRef<Path>) -> Result<()> {
+        let path = dir.resolve(name.as_ref())?;
+        if self.plugins.iter().any(|p| p.path() == path) {
+            return Err(RunnerError::Plugin { path, message: "is already loaded in this registry".into() });
+        }
+        if self.plugins.len() >= MAX_PLUGINS {
+            return Err(RunnerError::Plugin { path, message: format!("a registry loads at most {MAX_PLUGINS} plugins") });
+        }
+        let loaded = crate::plugin::load(&path, &self.devices)?;
+        let mut next = self.clone();
+        for d in loaded.devices {
+            next.add_device(d);
+        }
+        for (op, device, priority, kernel) in loaded.kernels {
+            next.register(op, device, priority, kernel)?;
+        }
+        next.plugins.push(loaded.plugin);
+        *self = next;
+        Ok(())
+    }
+
+    /// Loads every shared library (`*.so` on Linux) in the configured directory `dir`, in
+    /// name order: all of them, or on the first error none. Returns how many loaded.
+    pub fn load_plugins(&mut self, dir: &Path) -> Result<usize> {
+        let dir = PluginDir::new(dir)?;
+        let mut next = self.clone();
+        let files = dir.list()?;
+        for file in &files {
+            next.load_plugin(&dir, file)?;
+        }
+        *self = next;
+        Ok(files.len())
+    }
+
+    /// The loaded plugins as (name, canonical path).
+    pub fn plugins(&self) -> Vec<(String, PathBuf)> {
+        self.plugins.iter().map(|p| (p.name().to_string(), p.path().to_path_buf())).collect()
     }
 }
