@@ -24,6 +24,7 @@ __all__ = [
     "__version__",
     "batch_seed",
     "bench_io",
+    "cli_main",
     "import_graph",
     "load_model",
     "open",
@@ -554,3 +555,9 @@ def bench_io(
     stripe: int = 262144,
 ) -> BenchReport:
     """Runs the I/O benchmark (same as `solidgraph-bench io`)."""
+
+def cli_main(argv: Sequence[str]) -> int:
+    """Runs the `solidgraph` command on `argv` (the program name first) and
+    returns its exit code (0 done, 1 failed, 2 bad usage); the console
+    script `solidgraph` calls it. Writes to file descriptors 1 and 2, not
+    sys.stdout; releases the GIL for the whole command."""

@@ -1,5 +1,6 @@
 //! PyO3 glue only: numpy in and out, the GIL released around engine work.
 
+mod cli;
 mod convert;
 mod errors;
 mod graph;
@@ -70,5 +71,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<infer::PyModel>()?;
     m.add_function(wrap_pyfunction!(infer::load_model, m)?)?;
     m.add_function(wrap_pyfunction!(infer::batch_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
     Ok(())
 }
