@@ -32,13 +32,34 @@ venv-torch: $(VENV)/.torch-ready
 apt-fio:
 	@command -v fio >/dev/null || (apt-get install -y -q fio >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q fio >/dev/null))
 
-build:
-	$(CARGO) build --release -p solidgraph-cli -p solidgraph-bench
+# The binaries and every Rust test target in one cargo invocation, so one
+# feature resolution: `cargo test` turns on what the dev-dependencies ask of
+# shared dependencies (bitflags/std, regex-syntax's defaults), and binaries
+# built without the tests got other builds of those and of every crate above
+# them, all compiled a second time by `cargo test` (issue 27). After this,
+# `cargo test` with the same selection compiles nothing (and `make demo`,
+# which builds the same, leaves nothing for `make test`). The extension is
+# maturin's (develop).
+CARGO_SEL := --release --workspace --exclude solidgraph-py
 
-# Builds the Python extension into the venv (release: tests run real I/O).
-develop: venv
+build:
+	$(CARGO) build $(CARGO_SEL) --all-targets
+
+# Builds the Python extension into the venv (release: tests run real I/O),
+# with the `solidgraph` console script. maturin reinstalls the package even
+# when cargo has nothing to do (3-4 s, and a race with anything else using
+# the venv), so it runs only when a Rust source, manifest or the lockfile is
+# newer than the module it wrote; python/ is installed in place (editable)
+# and needs no rebuild.
+NATIVE   := python/solidgraph/_native.abi3.so
+RUST_SRC := $(shell find crates -name '*.rs' -o -name '*.toml' -o -name '*.h') Cargo.toml Cargo.lock pyproject.toml
+
+develop: $(NATIVE)
+
+$(NATIVE): $(VENV)/.ready $(RUST_SRC)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
 	  $(VENV)/bin/maturin develop --release -q
+	touch $@
 
 # Checks python/solidgraph/_native.pyi against the built module (names,
 # signatures, defaults, classes). A venv made before mypy joined PIP_DEPS
@@ -55,7 +76,7 @@ lint: venv
 	$(MAKE) stubtest
 
 test: venv venv-torch build develop
-	$(CARGO) test --workspace --exclude solidgraph-py --release
+	$(CARGO) test $(CARGO_SEL)
 	SOLIDGRAPH_BIN=$(abspath $(BIN)) $(PY) -m pytest -q tests
 
 demo: venv venv-torch build develop apt-fio
