@@ -166,9 +166,16 @@ fn path_at<'py>(py: Python<'py>, p: &Path) -> PyResult<(&'static str, Bound<'py,
 }
 
 /// `errno` of an OS error, or None when the error did not come from the
-/// system.
+/// system. An error that rewords the system's (a missing store is "no such
+/// store") keeps it as its source, where the errno is found.
 fn errno_of<'py>(py: Python<'py>, e: &std::io::Error) -> PyResult<(&'static str, Bound<'py, PyAny>)> {
-    at(py, "errno", e.raw_os_error())
+    let mut raw = e.raw_os_error();
+    let mut next = e.get_ref().and_then(|inner| inner.source());
+    while let (None, Some(s)) = (raw, next) {
+        raw = s.downcast_ref::<std::io::Error>().and_then(std::io::Error::raw_os_error);
+        next = s.source();
+    }
+    at(py, "errno", raw)
 }
 
 /// `errno` by its name in Python's `errno` module, for errors the engine

@@ -26,7 +26,9 @@ pub enum StoreError {
     NewerFormat { path: PathBuf, found: u32, supported: u32 },
     #[error("{path}: store format version {found} is older than this build reads ({supported}); import the graph again")]
     OlderFormat { path: PathBuf, found: u32, supported: u32 },
-    #[error("{path}: not a SolidGraph store: {reason}")]
+    /// `reason` says what is there instead ("is a file, not a SolidGraph
+    /// store", "not a SolidGraph store: ...").
+    #[error("{path}: {reason}")]
     NotAStore { path: PathBuf, reason: String },
     #[error("{path}: already exists")]
     Exists { path: PathBuf },

@@ -82,14 +82,19 @@ fn bootstrap(dir: &Path, backend: &BackendChoice) -> Result<Superblock> {
         disk.peek(0, 0, 2 * 65536)
     } else {
         let mut f = std::fs::File::open(&p0).map_err(|e| {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                return StoreError::File { path: p0.clone(), source: e };
-            }
-            // No directory at all is a missing file (an OSError in Python);
-            // a directory without a member is not a store.
+            // A store is a directory: say what the path is instead, before
+            // the member's own error ("Not a directory").
             match std::fs::metadata(dir) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => StoreError::File { path: dir.to_path_buf(), source: e },
-                _ => StoreError::NotAStore { path: dir.to_path_buf(), reason: format!("{} is missing", p0.display()) },
+                // Nothing there is a missing file (an OSError with ENOENT
+                // in Python), worded as what the caller asked for.
+                Err(m) if m.kind() == std::io::ErrorKind::NotFound => {
+                    StoreError::File { path: dir.to_path_buf(), source: std::io::Error::new(m.kind(), NoSuchStore(m)) }
+                }
+                Ok(m) if !m.is_dir() => StoreError::NotAStore { path: dir.to_path_buf(), reason: "is a file, not a SolidGraph store".into() },
+                _ if e.kind() == std::io::ErrorKind::NotFound => {
+                    StoreError::NotAStore { path: dir.to_path_buf(), reason: format!("not a SolidGraph store: {} is missing", p0.display()) }
+                }
+                _ => StoreError::File { path: p0.clone(), source: e },
             }
         })?;
         let mut head = Vec::new();
@@ -121,10 +126,30 @@ fn bootstrap(dir: &Path, backend: &BackendChoice) -> Result<Superblock> {
         ps *= 2;
     }
     best.ok_or_else(|| match first_err {
-        Some(StoreError::Corrupt { reason, .. }) => StoreError::NotAStore { path: dir.to_path_buf(), reason: format!("no valid superblock ({reason})") },
+        Some(StoreError::Corrupt { reason, .. }) => {
+            StoreError::NotAStore { path: dir.to_path_buf(), reason: format!("not a SolidGraph store: no valid superblock ({reason})") }
+        }
         Some(e) => e,
-        None => StoreError::NotAStore { path: dir.to_path_buf(), reason: "file too short for a superblock".into() },
+        None => StoreError::NotAStore { path: dir.to_path_buf(), reason: "not a SolidGraph store: file too short for a superblock".into() },
     })
+}
+
+/// The OS's "no such file" for a store path, shown as "no such store" (the
+/// OS error stays its source, so its `kind()` and `errno` still say
+/// NotFound / ENOENT).
+#[derive(Debug)]
+struct NoSuchStore(std::io::Error);
+
+impl std::fmt::Display for NoSuchStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("no such store")
+    }
+}
+
+impl std::error::Error for NoSuchStore {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
 }
 
 impl Store {

@@ -195,7 +195,7 @@ impl Superblock {
     pub fn decode(which: u64, page: &[u8], path: &Path) -> Result<Superblock> {
         let b = page;
         if &b[HEADER..HEADER + 8] != MAGIC {
-            return Err(StoreError::NotAStore { path: path.to_path_buf(), reason: format!("superblock {which} has no magic") });
+            return Err(StoreError::NotAStore { path: path.to_path_buf(), reason: format!("not a SolidGraph store: superblock {which} has no magic") });
         }
         let version = u32_at(b, HEADER + 8);
         if version > FORMAT_VERSION {

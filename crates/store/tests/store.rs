@@ -500,6 +500,13 @@ fn newer_format_and_garbage_are_refused() {
     let nothing = dir.path().join("nothing");
     let e = Store::open(&nothing, &OpenOptions::default()).err().expect("opened a missing directory");
     assert!(matches!(&e, StoreError::File { path, source } if *path == nothing && source.kind() == std::io::ErrorKind::NotFound), "{e}");
+    assert_eq!(e.to_string(), format!("{}: no such store", nothing.display()));
+    // A plain file is not a store, and says so before any member's error.
+    let plain = dir.path().join("plain.txt");
+    std::fs::write(&plain, "0 1\n").unwrap();
+    let e = Store::open(&plain, &OpenOptions::default()).err().expect("opened a plain file");
+    assert!(matches!(&e, StoreError::NotAStore { path, .. } if *path == plain), "{e}");
+    assert_eq!(e.to_string(), format!("{}: is a file, not a SolidGraph store", plain.display()));
 }
 
 #[test]
