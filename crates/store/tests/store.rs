@@ -458,6 +458,9 @@ fn bad_inputs_are_clear_errors_and_leave_nothing() {
     assert!(e.to_string().contains("empty") && e.to_string().contains("g.csv"), "{e}");
     let e = run("h.csv", "src,dst\n0,1\n1,two\n", &o);
     assert!(e.to_string().contains("h.csv:3"), "{e}");
+    // A row wider than its header is refused, not read in part.
+    let e = run("i.csv", "src,dst\n0,1\n1,2,3,4,5\n", &o);
+    assert!(matches!(&e, StoreError::Parse { line: 3, .. }) && e.to_string().contains("i.csv:3: 5 columns, but the header names 2"), "{e}");
 
     // Truncated .npy, mismatched tensor rows.
     let ids: Vec<u8> = [0i64, 1, 1, 2].iter().flat_map(|v| v.to_le_bytes()).collect();

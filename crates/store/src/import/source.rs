@@ -163,6 +163,9 @@ struct TextEdges {
     lineno: u64,
     cols: Columns,
     csv: bool,
+    /// Columns the CSV header names: a row with more is an error, not
+    /// silently truncated (its extra fields would be dropped unread).
+    header_cols: usize,
     want_weights: bool,
     want_labels: bool,
     total: u64,
@@ -181,6 +184,7 @@ impl TextEdges {
             lineno: 0,
             cols: Columns { src: 0, dst: 1, weight: Some(2), label: Some(3) },
             csv,
+            header_cols: 0,
             want_weights,
             want_labels,
             total,
@@ -206,6 +210,7 @@ impl TextEdges {
             _ => return Err(self.err("CSV header must name the source and destination columns (e.g. src,dst[,weight])".into())),
         };
         self.cols = Columns { src, dst, weight: find(&["weight", "w", "cost"]), label: find(&["label", "type", "predicate"]) };
+        self.header_cols = names.len();
         if self.want_weights && self.cols.weight.is_none() {
             return Err(self.err("weights requested but the header has no weight column".into()));
         }
@@ -258,6 +263,9 @@ impl EdgeReader for TextEdges {
             let need = 1 + c.src.max(c.dst);
             if n < need {
                 return Err(self.err(format!("expected at least {need} fields, found {n}")));
+            }
+            if self.csv && n > self.header_cols {
+                return Err(self.err(format!("{n} columns, but the header names {}", self.header_cols)));
             }
             let get = |i: Option<usize>| i.filter(|&i| i < n.min(fields.len())).map(|i| fields[i]);
             let src = parse_id(fields[c.src]).map_err(|r| self.err(r))?;
