@@ -12,7 +12,7 @@ use std::io::BufRead;
 use std::path::PathBuf;
 
 use clap::Args;
-use solidgraph_store::{OpenOptions, Store};
+use solidgraph_store::{Front, OpenOptions, Store};
 
 use crate::util::CliResult;
 
@@ -82,7 +82,7 @@ fn flush(s: &Store, kind: Kind, batch: &mut Batch, file: &str) -> CliResult<u64>
     if batch.a.is_empty() {
         return Ok(0);
     }
-    let at = |e: solidgraph_store::StoreError| format!("{file}: batch starting at line {}: {e}", batch.first_line);
+    let at = |e: solidgraph_store::StoreError| format!("{file}: batch starting at line {}: {}", batch.first_line, e.message(Front::Cli));
     // Ids in the file are the user's; a store imported with a degree order
     // numbers vertices its own way.
     if kind != Kind::AddVertex {

@@ -3,9 +3,44 @@
 
 use std::error::Error;
 
+use solidgraph_engine::EngineError;
 use solidgraph_store::order::VertexOrder;
+use solidgraph_store::{BackendChoice, BackendKind, Front, StoreError};
 
 pub type CliResult<T = ()> = Result<T, Box<dyn Error + Send + Sync>>;
+
+/// An error as a shell user reads it: a remedy for what the store lacks
+/// names the flag that gives it (`--weights`), not a Python argument.
+pub fn for_cli(e: Box<dyn Error + Send + Sync>) -> Box<dyn Error + Send + Sync> {
+    if let Some(s) = e.downcast_ref::<StoreError>() {
+        return s.message(Front::Cli).into();
+    }
+    if let Some(s) = e.downcast_ref::<EngineError>() {
+        return s.message(Front::Cli).into();
+    }
+    e
+}
+
+/// Parses a vertex id. Negative ids get our own message: clap would only
+/// say "invalid digit".
+pub fn parse_vertex(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    if t.starts_with('-') {
+        return Err(format!("negative vertex id {t}"));
+    }
+    t.parse().map_err(|_| format!("{t:?} is not a vertex id (a non-negative integer)"))
+}
+
+/// Parses `--backend`: uring or posix.
+pub fn parse_backend(s: &str) -> Result<BackendKind, String> {
+    s.parse().map_err(|_| format!("{s:?} is not an I/O backend: uring or posix"))
+}
+
+/// `--backend` given forces that backend; absent, `SOLIDGRAPH_IO_BACKEND`
+/// or io_uring when the kernel allows it, else posix.
+pub fn backend_choice(b: Option<BackendKind>) -> BackendChoice {
+    b.map_or(BackendChoice::Auto, BackendChoice::Force)
+}
 
 /// Parses sizes such as `4096`, `64k`, `4GiB`, `1.5G` (binary units).
 pub fn parse_size(s: &str) -> Result<u64, String> {

@@ -20,7 +20,7 @@
 //! are read once.
 
 use rayon::prelude::*;
-use solidgraph_store::{Direction, Store};
+use solidgraph_store::{Direction, Need, Store, StoreError};
 
 use crate::error::{EngineError, Progress, Result};
 use crate::frontier::{Bitset, Frontier, Lists};
@@ -107,7 +107,7 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
         Steps::TopDown => None,
         _ if has_in => Some(Lists::new(store, Direction::In, false)?),
         Steps::BottomUp => {
-            return Err(EngineError::Unsupported("bottom-up BFS on a directed graph needs its in-edges; re-import with --in-edges (in_edges=True)".into()));
+            return Err(StoreError::Lacks { what: "bottom-up BFS on a directed graph needs its in-edges".into(), need: Need::InEdges }.into());
         }
         Steps::Auto => None,
     };

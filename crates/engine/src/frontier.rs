@@ -15,9 +15,9 @@ use std::sync::mpsc::sync_channel;
 use std::sync::{Condvar, Mutex};
 
 use solidgraph_io::sync::{CondvarExt, MutexExt};
-use solidgraph_store::{ChunkLimit, Csr, Direction, GttRef, RangePages, Store};
+use solidgraph_store::{ChunkLimit, Csr, Direction, GttRef, Need, RangePages, Store, StoreError};
 
-use crate::error::{EngineError, Result};
+use crate::error::Result;
 
 /// One sequential chunk: up to 4 MiB of 4 KiB pages, 12 MiB of decoded
 /// ids and 4 MiB of row offsets. Up to READERS + 1 are alive at once
@@ -261,7 +261,7 @@ impl<'a> Lists<'a> {
             return Lists::new(store, Direction::Out, false);
         }
         if store.gtt(Direction::In).is_err() {
-            return Err(EngineError::Unsupported(format!("{what} on a directed graph needs its in-edges; re-import with --in-edges (in_edges=True)")));
+            return Err(StoreError::Lacks { what: format!("{what} on a directed graph needs its in-edges"), need: Need::InEdges }.into());
         }
         let mut l = Lists::new(store, Direction::Out, false)?;
         l.dirs.push(Direction::In);
@@ -271,7 +271,7 @@ impl<'a> Lists<'a> {
 
     pub fn new(store: &'a Store, dir: Direction, weights: bool) -> Result<Lists<'a>> {
         if weights && !store.has_weights() {
-            return Err(EngineError::Unsupported("this algorithm needs edge weights; import with --weights".into()));
+            return Err(StoreError::Lacks { what: "this algorithm needs edge weights, and this store has none".into(), need: Need::Weights }.into());
         }
         let ranges = store.chunk_ranges(dir, CHUNK)?;
         let gtt = store.gtt(dir)?;

@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
-use solidgraph_store::{Csr, Direction, Rows, Store};
+use solidgraph_store::{Csr, Direction, Need, Rows, Store, StoreError};
 
 use crate::error::{EngineError, Result};
 use crate::walks::WalkOptions;
@@ -184,7 +184,7 @@ pub(crate) fn check_options(store: &Store, o: &SampleOptions) -> Result<()> {
         return Err(EngineError::Invalid(format!("fanout {bad} must be -1 (all) or in 1..={}", o.max_fanout)));
     }
     if o.weighted && !store.has_weights() {
-        return Err(EngineError::Invalid("weighted sampling needs edge weights; import with weights".into()));
+        return Err(StoreError::Lacks { what: "weighted sampling needs edge weights, and this store has none".into(), need: Need::Weights }.into());
     }
     store.gtt(o.direction)?;
     for t in &o.tensors {

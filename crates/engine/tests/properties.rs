@@ -174,7 +174,7 @@ fn bad_arguments_are_clear_errors() {
     import(&path, &[input], &[], &ImportOptions { weights: true, ..Default::default() }, &|_, _, _| {}).unwrap();
     let s = Store::open(&path, &OpenOptions::default()).unwrap();
     let e = kcore::kcore(&s, &silent).unwrap_err().to_string();
-    assert!(e.contains("--in-edges"), "{e}");
+    assert!(e.contains("needs its in-edges; import it again keeping in-edges"), "{e}");
     let e = sssp::sssp(&s, 0, &silent).unwrap_err().to_string();
     assert!(e.contains("non-negative"), "{e}");
 }

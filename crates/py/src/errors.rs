@@ -1,7 +1,9 @@
 //! The Python exception classes and the mapping from the engine's errors to
 //! them. Every Rust variant is matched by name (no catch-all arm), so a new
 //! variant does not compile until someone decides which class it raises.
-//! The message is always the Rust error's `Display`, unchanged.
+//! The message is the Rust error's `Display`, except that a remedy ("import
+//! it with edge weights") names the Python argument that gives it
+//! (`StoreError::message(Front::Python)`).
 //!
 //! The classes are built with `type(name, bases, namespace)` at import
 //! because several have two bases (`InvalidArgumentError` is also a
@@ -20,7 +22,7 @@ use pyo3::{IntoPyObjectExt, PyTypeInfo};
 use solidgraph_engine::EngineError;
 use solidgraph_io::IoError;
 use solidgraph_runner::RunnerError;
-use solidgraph_store::StoreError;
+use solidgraph_store::{Front, StoreError};
 
 /// The classes, in the order of `CLASSES`; `Base` must stay first.
 #[derive(Clone, Copy)]
@@ -219,7 +221,7 @@ fn store_kind<'py>(py: Python<'py>, e: &StoreError) -> PyResult<(Kind, Attrs<'py
         // same class so one `except` covers a bad id wherever it is caught.
         StoreError::VertexOutOfRange { .. } => (Kind::InvalidArgument, vec![]),
         // The operation does not fit how the store was opened or imported.
-        StoreError::ReadOnly | StoreError::NoDirection(_) => (Kind::InvalidArgument, vec![]),
+        StoreError::ReadOnly | StoreError::NoDirection(_) | StoreError::Lacks { .. } => (Kind::InvalidArgument, vec![]),
         StoreError::Corrupt { page, .. } => (Kind::Corruption, vec![at(py, "page", *page)?]),
         StoreError::Stale { page, epoch, found } => (Kind::Stale, vec![at(py, "page", *page)?, at(py, "epoch", *epoch)?, at(py, "found", *found)?]),
         StoreError::NewerFormat { path, found, supported } | StoreError::OlderFormat { path, found, supported } => {
@@ -288,21 +290,25 @@ pub trait ToPyErr: std::fmt::Display {
 impl ToPyErr for StoreError {
     fn to_py_err(&self, py: Python<'_>) -> PyResult<PyErr> {
         let (kind, attrs) = store_kind(py, self)?;
-        build(py, kind, self.to_string(), attrs)
+        build(py, kind, self.message(Front::Python), attrs)
     }
 }
 
 impl ToPyErr for EngineError {
     fn to_py_err(&self, py: Python<'_>) -> PyResult<PyErr> {
         let (kind, attrs) = engine_kind(py, self)?;
-        build(py, kind, self.to_string(), attrs)
+        build(py, kind, self.message(Front::Python), attrs)
     }
 }
 
 impl ToPyErr for RunnerError {
     fn to_py_err(&self, py: Python<'_>) -> PyResult<PyErr> {
         let (kind, attrs) = runner_kind(py, self)?;
-        build(py, kind, self.to_string(), attrs)
+        let message = match self {
+            RunnerError::Engine(e) => e.message(Front::Python),
+            _ => self.to_string(),
+        };
+        build(py, kind, message, attrs)
     }
 }
 

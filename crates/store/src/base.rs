@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use solidgraph_io::Volume;
 
-use crate::error::{Result, StoreError};
+use crate::error::{Need, Result, StoreError};
 use crate::gtt::Gtt;
 use crate::page::{self, Kind};
 use crate::superblock::{DirMeta, Superblock, Table};
@@ -94,10 +94,10 @@ impl Base {
     /// Refuses edge columns the store does not keep.
     pub fn check_columns(&self, weights: bool, labels: bool) -> Result<()> {
         if weights && !self.sb.fmt.weights {
-            return Err(StoreError::Invalid("this store has no edge weights (import with weights)".into()));
+            return Err(StoreError::Lacks { what: "this store has no edge weights".into(), need: Need::Weights });
         }
         if labels && !self.sb.fmt.labels {
-            return Err(StoreError::Invalid("this store has no edge labels (import with labels)".into()));
+            return Err(StoreError::Lacks { what: "this store has no edge labels".into(), need: Need::Labels });
         }
         Ok(())
     }

@@ -37,7 +37,7 @@ mod writer;
 
 pub use base::{Direction, GttRef, member_path};
 pub use draw::Drawn;
-pub use error::{Result, StoreError};
+pub use error::{Front, Need, Result, StoreError};
 pub use import::source::EdgeInput;
 pub use import::{ImportOptions, ImportReport, TensorData, TensorInput, import};
 pub use merge::MergeReport;
@@ -46,6 +46,9 @@ pub use planner::Csr;
 pub use read::Rows;
 pub use rowcache::Expected;
 pub use scan::{ChunkLimit, RangePages};
+// `OpenOptions::backend` is of these types: front ends choose a backend
+// without a dependency on the io crate of their own.
+pub use solidgraph_io::{BackendChoice, BackendKind};
 pub use store::{Store, StoreStats};
 pub use tensor::DType;
 pub use verify::VerifyReport;

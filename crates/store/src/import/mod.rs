@@ -196,7 +196,7 @@ fn check_options(o: &ImportOptions) -> Result<()> {
         return Err(StoreError::Invalid("stripe unit must be at least 2 pages".into()));
     }
     if o.lower_lists && !o.undirected {
-        return Err(StoreError::Invalid("lower lists are for undirected graphs: import with --undirected, or without --lower-lists".into()));
+        return Err(StoreError::Invalid("lower lists are for undirected graphs: import it as undirected, or without lower lists".into()));
     }
     if o.memory_budget < 16 << 20 {
         return Err(StoreError::Invalid(format!("memory budget {} is below the 16 MiB minimum", o.memory_budget)));
