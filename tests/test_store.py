@@ -318,8 +318,8 @@ def test_bad_imports(tmp_path):
         solidgraph.import_graph(tmp_path / "g", ([0], [1], [1.0]), edge_weights=[2.0])
     with pytest.raises(SolidGraphError, match=r"\(src, dst\) or \(src, dst, weights\), not 4 items"):
         solidgraph.import_graph(tmp_path / "g", ([0], [1], [1.0], [2]))
-    with pytest.raises(SolidGraphError, match=r"a \(2, E\) integer array.*shape \[3, 2\]"):
-        solidgraph.import_graph(tmp_path / "g", np.zeros((3, 2), np.int64))
+    with pytest.raises(SolidGraphError, match=r"a \(2, E\) or \(E, 2\) integer array.*shape \[3, 3\]"):
+        solidgraph.import_graph(tmp_path / "g", np.zeros((3, 3), np.int64))
     with pytest.raises(SolidGraphError, match="edge_weights and edge_labels go with edges given as arrays"):
         solidgraph.import_graph(tmp_path / "g", "edges.txt", edge_weights=[1.0])
     with pytest.raises(SolidGraphError, match="progress must be a bool or a callable"):

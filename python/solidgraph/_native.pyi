@@ -34,8 +34,8 @@ _StrPath = Union[str, os.PathLike[str]]
 #: Vertex ids: any 1-D integer array or a sequence of ints. Negative ids are an error.
 _Ids = Union[npt.NDArray[np.integer], Sequence[int]]
 #: _Edges: a text/CSV/.npy file, a pair of 1-D .npy files (sources,
-#: destinations), a (2, E) integer array, or a (src, dst[, weights]) tuple
-#: of arrays.
+#: destinations), a (2, E) or (E, 2) integer array (as the CLI reads .npy),
+#: or a (src, dst[, weights]) tuple of arrays.
 _Edges = Union[
     _StrPath,
     tuple[_StrPath, _StrPath],
@@ -212,7 +212,10 @@ def import_graph(
     node tensors, sorting on disk when the input exceeds `memory_budget`.
 
     Text files hold `src dst [weight [label]]` per line (`#`/`%` comments);
-    CSV files name their columns in a header (src,dst[,weight][,label]).
+    CSV files name their columns in a header (src,dst[,weight][,label]); a
+    row with more columns than the header is an error naming file:line.
+    `edges` as one integer array may be (2, E) or (E, 2) (a (2, 2) array is
+    read as (2, E): rows are sources, destinations).
     `weights`/`labels` keep those columns; they are implied when the weights
     or labels come as arrays (a third tuple item, `edge_weights`,
     `edge_labels`). `undirected` stores every edge both ways, `self_loops`
@@ -255,7 +258,13 @@ def open(path: _StrPath, cache_bytes: int = 256 << 20, writable: bool = False, d
     the sampling benchmark); "all" admits every row
     (SIEVE); "hot" admits only rows of the vertices of highest degree at
     import, as many as the budget holds (kept for graphs whose hot rows
-    are known by degree)."""
+    are known by degree).
+
+    A read-only Graph sees the store as of its open: updates a writer
+    makes later (a writable Graph in this process or another process) live
+    in the writer's memory and the write-ahead log, which a reader replays
+    only at open. Open the store again to see them. (Readers do not follow
+    the log, which would add a log check to every read batch.)"""
 
 @final
 class Graph:
@@ -409,7 +418,9 @@ class Graph:
         """PageRank as LDBC Graphalytics defines it (the rank of vertices
         without out-edges is spread over all vertices; sums to 1): at most
         `iterations` iterations, fewer once an iteration changes the ranks by
-        less than `tol` (L1)."""
+        less than `tol` (L1). 20 by default, as `solidgraph run pagerank`:
+        the error shrinks by `damping` per iteration, to 0.85**20 = 4% of
+        the start after 20 (20% after 10)."""
     def mis(self, seed: int = 0, progress: _Progress = False) -> npt.NDArray[np.bool_]:
         """A maximal independent set of the undirected view (Luby, seeded):
         True for its vertices. Directed stores need in_edges=True."""
@@ -442,7 +453,8 @@ class Graph:
         """Update batches held in the log and the in-memory delta."""
     def add_vertices(self, count: int, tensors: Mapping[str, npt.ArrayLike] | None = None, durable: bool = True) -> _I64:
         """Adds vertices; returns their ids. Tensor rows must have the
-        stored dtype and width; tensors not given read as zeros."""
+        stored width and the stored dtype or one numpy casts to it by its
+        `same_kind` rule; tensors not given read as zeros."""
     def delete_vertices(self, ids: _Ids, durable: bool = True) -> None:
         """Deletes vertices and every edge touching them."""
     def add_edges(self, src: _Ids, dst: _Ids, weights: npt.ArrayLike | None = None, labels: npt.ArrayLike | None = None, durable: bool = True) -> None:
@@ -452,7 +464,10 @@ class Graph:
     def update_edge_weights(self, src: _Ids, dst: _Ids, weights: npt.ArrayLike, durable: bool = True) -> None:
         """Sets the weights of existing edges."""
     def update_tensor(self, name: str, ids: _Ids, rows: npt.ArrayLike, durable: bool = True) -> None:
-        """Overwrites tensor rows (UpdateEmbed)."""
+        """Overwrites tensor rows (UpdateEmbed): (len(ids), dim), of the
+        stored dtype or one numpy casts to it by its `same_kind` rule
+        (float64 rows for a float32 tensor); float rows for an integer
+        tensor are refused (InvalidArgumentError naming both dtypes)."""
     def flush(self) -> None:
         """Makes every update so far durable."""
     def merge(self) -> MergeReport:

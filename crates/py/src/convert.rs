@@ -64,14 +64,22 @@ pub fn typed_vec<T: Element + Copy>(obj: &Bound<'_, PyAny>, dtype: &str, what: &
     Ok(a.readonly().as_array().to_vec())
 }
 
-/// The raw bytes of tensor rows, which must already have the store's dtype
-/// and row width: a silent conversion would store different values.
+/// The raw bytes of tensor rows of the store's `dtype` and row width. Other
+/// dtypes are cast by numpy's `same_kind` rule, as numpy assigns into an
+/// array (float64 to float32, int32 to int64, int to float); a cast that
+/// changes kind (float to int, int to bool) is refused, naming both dtypes.
 pub fn row_bytes(obj: &Bound<'_, PyAny>, dtype: &str, dim: u64, what: &str) -> PyResult<Vec<u8>> {
-    let a = as_array(obj)?;
-    let got = a.dtype().str()?.to_string();
+    let np = get_array_module(obj.py())?;
+    let mut a = as_array(obj)?;
     let name: String = a.dtype().getattr("name")?.extract()?;
     if name != dtype {
-        return Err(invalid(format!("{what}: rows are {dtype}, got an array of {name} ({got})")));
+        let kw = [("casting", "same_kind")].into_py_dict(obj.py())?;
+        if !np.call_method("can_cast", (a.dtype(), dtype), Some(&kw))?.extract::<bool>()? {
+            return Err(invalid(format!(
+                "{what} holds {dtype} rows; {name} values do not cast to {dtype} safely (numpy's same_kind rule): convert them first"
+            )));
+        }
+        a = a.call_method("astype", (dtype,), Some(&kw))?.downcast_into::<PyUntypedArray>()?;
     }
     let shape = a.shape().to_vec();
     let ok = match shape.as_slice() {
@@ -82,6 +90,6 @@ pub fn row_bytes(obj: &Bound<'_, PyAny>, dtype: &str, dim: u64, what: &str) -> P
     if !ok {
         return Err(invalid(format!("{what}: rows must have width {dim}, got shape {shape:?}")));
     }
-    let c = get_array_module(obj.py())?.call_method1("ascontiguousarray", (a,))?;
+    let c = np.call_method1("ascontiguousarray", (a,))?;
     c.call_method0("tobytes")?.extract()
 }

@@ -471,7 +471,9 @@ impl Graph {
 
     /// PageRank (LDBC Graphalytics: dangling rank spread over all vertices)
     /// as float64: `iterations` iterations, or fewer once an iteration's L1
-    /// change is below `tol`.
+    /// change is below `tol`. 20 by default, as `solidgraph run pagerank`:
+    /// the error shrinks by `damping` per iteration, to 0.85^20 = 4% of the
+    /// start after 20 (20% after 10).
     #[pyo3(signature = (damping=0.85, iterations=20, tol=None, progress=ProgressArg::default()))]
     #[pyo3(text_signature = "(self, damping=0.85, iterations=20, tol=None, progress=False)")]
     fn pagerank<'py>(
@@ -550,8 +552,8 @@ impl Graph {
     }
 
     /// Adds `count` vertices and returns their ids; `tensors` maps names to
-    /// their rows ((count, dim) arrays of the stored dtype); other tensors
-    /// read as zeros for them.
+    /// their rows ((count, dim) arrays of the stored dtype, or cast to it by
+    /// numpy's `same_kind` rule); other tensors read as zeros for them.
     #[pyo3(signature = (count, tensors=None, durable=true))]
     fn add_vertices<'py>(&self, py: Python<'py>, count: u64, tensors: Option<Bound<'py, PyDict>>, durable: bool) -> PyResult<Bound<'py, PyAny>> {
         let store = self.store()?;
@@ -609,7 +611,9 @@ impl Graph {
         py.allow_threads(|| store.update_edge_weights(&s, &d, &w, durable)).map_err(err)
     }
 
-    /// Overwrites rows of a tensor ((len(ids), dim) of the stored dtype).
+    /// Overwrites rows of a tensor: a (len(ids), dim) array of the stored
+    /// dtype, or of one numpy casts to it by its `same_kind` rule (float64
+    /// rows for a float32 tensor); other dtypes are refused.
     #[pyo3(signature = (name, ids, rows, durable=true))]
     fn update_tensor(&self, py: Python<'_>, name: &str, ids: &Bound<'_, PyAny>, rows: &Bound<'_, PyAny>, durable: bool) -> PyResult<()> {
         let store = self.store()?;
@@ -700,6 +704,13 @@ impl Graph {
 /// with the highest-degree vertices' rows; once it is full,
 /// `row_admission` "seen" admits a row on its second miss, "all" every row,
 /// "hot" only rows of the highest-degree vertices.
+///
+/// A read-only Graph sees the store as of its open: updates a writer makes
+/// later (a writable Graph in this process or another process) live in the
+/// writer's memory and the write-ahead log, which a reader replays only at
+/// open. Open the store again to see them. (Readers do not follow the log,
+/// which would add a log check to every read batch; after a writer's merge
+/// an old reader may raise StaleError, and reopening fixes that too.)
 #[pyfunction]
 #[pyo3(signature = (path, cache_bytes=268435456, writable=false, delta_budget=268435456, row_cache_bytes=0, row_admission="seen"))]
 pub fn open(py: Python<'_>, path: PathBuf, cache_bytes: u64, writable: bool, delta_budget: u64, row_cache_bytes: u64, row_admission: &str) -> PyResult<Graph> {

@@ -42,7 +42,8 @@ fn edge_files(edges: &Bound<'_, PyAny>) -> Option<EdgeInput> {
 }
 
 /// The forms `edges` may take: a path, a pair of .npy paths, a (src, dst[,
-/// weights]) tuple of arrays, or a (2, E) array.
+/// weights]) tuple of arrays, or a (2, E) or (E, 2) array (as the CLI reads
+/// .npy files; (2, 2) is read as (2, E), as there).
 fn edge_input(edges: &Bound<'_, PyAny>, weights: Option<&Bound<'_, PyAny>>, labels: Option<&Bound<'_, PyAny>>) -> PyResult<EdgeInput> {
     if let Some(files) = edge_files(edges) {
         if weights.is_some() || labels.is_some() {
@@ -63,8 +64,12 @@ fn edge_input(edges: &Bound<'_, PyAny>, weights: Option<&Bound<'_, PyAny>>, labe
     if a.ndim() == 2 && a.shape()[0] == 2 {
         return memory_edges(&a.get_item(0)?, &a.get_item(1)?, weights, labels);
     }
+    if a.ndim() == 2 && a.shape()[1] == 2 {
+        let t = a.getattr("T")?;
+        return memory_edges(&t.get_item(0)?, &t.get_item(1)?, weights, labels);
+    }
     Err(invalid(format!(
-        "edges must be a path, a pair of .npy paths, a (2, E) integer array or a (src, dst[, weights]) tuple of arrays; got an array of shape {:?}",
+        "edges must be a path, a pair of .npy paths, a (2, E) or (E, 2) integer array or a (src, dst[, weights]) tuple of arrays; got an array of shape {:?}",
         a.shape()
     )))
 }
@@ -95,7 +100,7 @@ fn tensor_input(name: String, v: &Bound<'_, PyAny>) -> PyResult<TensorInput> {
 /// Builds a store at `out` (which must not exist) from `edges` and
 /// `node_tensors`, sorting on disk beyond `memory_budget`, and returns a
 /// report. `edges`: a text/CSV/.npy file, a pair of 1-D .npy files, a (2, E)
-/// integer array, or a (src, dst[, weights]) tuple of arrays. Node tensors:
+/// or (E, 2) integer array, or a (src, dst[, weights]) tuple of arrays. Node tensors:
 /// name -> (n,) or (n, d) array or .npy file of float32, float16, int64,
 /// int32, uint8 or bool. Weights or labels given as arrays are kept.
 /// `order="degree"` renumbers vertices inside the store, hubs first (fewer
