@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 use solidgraph_store::order::VertexOrder;
-use solidgraph_store::{Direction, EdgeInput, ImportOptions, OpenOptions, Store, TensorData, TensorInput, import};
+use solidgraph_store::{BackendKind, Direction, EdgeInput, ImportOptions, OpenOptions, Store, TensorData, TensorInput, import};
 
-use crate::util::{CliResult, parse_order, parse_size, progress_bar};
+use crate::util::{CliResult, backend_choice, for_cli, parse_backend, parse_order, parse_size, parse_vertex, progress_bar};
 
 #[derive(Args)]
 pub struct ImportArgs {
@@ -148,13 +148,31 @@ pub fn import_cmd(a: ImportArgs) -> CliResult {
 #[derive(Args)]
 pub struct InfoArgs {
     pub path: PathBuf,
-    /// Print the result as JSON.
+    /// Print every field as one line of JSON, for scripts.
     #[arg(long)]
     pub json: bool,
+    /// I/O backend: uring or posix (default: SOLIDGRAPH_IO_BACKEND, else io_uring when the kernel allows it).
+    #[arg(long, value_parser = parse_backend)]
+    pub backend: Option<BackendKind>,
+}
+
+/// Bytes in the largest binary unit that keeps a whole number in front.
+fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    match bytes {
+        0..1024 => format!("{bytes} B"),
+        1024..0x10_0000 => format!("{:.1} KiB", b / 1024.0),
+        0x10_0000..0x4000_0000 => format!("{:.1} MiB", b / (1u64 << 20) as f64),
+        _ => format!("{:.1} GiB", b / (1u64 << 30) as f64),
+    }
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
 }
 
 pub fn info_cmd(a: InfoArgs) -> CliResult {
-    let s = Store::open(&a.path, &OpenOptions { cache_bytes: 0, ..Default::default() })?;
+    let s = Store::open(&a.path, &OpenOptions { cache_bytes: 0, backend: backend_choice(a.backend), ..Default::default() })?;
     let sb = s.superblock();
     let tensors: Vec<serde_json::Value> =
         sb.tensors.iter().map(|t| serde_json::json!({"name": t.name, "dtype": t.dtype.name(), "dim": t.dim, "rows": t.rows, "pages": t.pages})).collect();
@@ -171,19 +189,45 @@ pub fn info_cmd(a: InfoArgs) -> CliResult {
     });
     if a.json {
         println!("{j}");
-    } else {
-        println!("{}", serde_json::to_string_pretty(&j)?);
+        return Ok(());
     }
+    let tensors: Vec<String> = sb.tensors.iter().map(|t| format!("{} {}[{}] ({} rows)", t.name, t.dtype.name(), t.dim, t.rows)).collect();
+    println!("{}: SolidGraph store, format {}", a.path.display(), sb.version);
+    println!("  nodes        {}", s.num_nodes());
+    println!("  edges        {} stored ({})", s.num_edges(), if sb.directed { "directed" } else { "undirected: each edge in both lists" });
+    if sb.directed {
+        println!("  in-edges     {}", yes_no(sb.inn.is_some()));
+    }
+    println!("  weights      {}", yes_no(sb.fmt.weights));
+    println!("  labels       {}", yes_no(sb.fmt.labels));
+    println!("  tensors      {}", if tensors.is_empty() { "none".to_string() } else { tensors.join(", ") });
+    println!("  order        {}", if s.reordered() { "degree (renumbered inside; ids in and out stay yours)" } else { "input (your ids)" });
+    if s.has_lower_lists() {
+        println!("  lower lists  yes");
+    }
+    println!("  pending      {} update batches (not merged yet)", s.pending_updates());
+    println!(
+        "  on disk      {} in {} pages of {} KiB, {} member file{}",
+        human(s.size_bytes()),
+        sb.total_pages,
+        sb.page_size / 1024,
+        sb.members,
+        if sb.members == 1 { "" } else { "s" }
+    );
+    println!("  I/O backend  {}", s.volume().backend().name());
     Ok(())
 }
 
 #[derive(Args)]
 pub struct VerifyArgs {
     pub path: PathBuf,
+    /// I/O backend: uring or posix (default: SOLIDGRAPH_IO_BACKEND, else io_uring when the kernel allows it).
+    #[arg(long, value_parser = parse_backend)]
+    pub backend: Option<BackendKind>,
 }
 
 pub fn verify_cmd(a: VerifyArgs) -> CliResult {
-    let s = Store::open(&a.path, &OpenOptions { cache_bytes: 0, ..Default::default() })?;
+    let s = Store::open(&a.path, &OpenOptions { cache_bytes: 0, backend: backend_choice(a.backend), ..Default::default() })?;
     let pb = progress_bar(s.superblock().total_pages, "verify");
     pb.set_style(indicatif::ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} pages").expect("static template").progress_chars("=> "));
     let r = s.verify(&mut |done, total| {
@@ -200,7 +244,9 @@ pub fn verify_cmd(a: VerifyArgs) -> CliResult {
 pub struct NeighborsArgs {
     pub path: PathBuf,
     /// Comma-separated vertex ids.
-    #[arg(long, value_delimiter = ',', required = true)]
+    // Negative numbers are values here, so that `--ids -1` meets our
+    // "negative vertex id" rather than clap's "unexpected argument".
+    #[arg(long, value_delimiter = ',', required = true, allow_negative_numbers = true, value_parser = parse_vertex)]
     pub ids: Vec<u64>,
     /// out or in.
     #[arg(long, default_value = "out")]
@@ -211,10 +257,17 @@ pub struct NeighborsArgs {
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
+    /// I/O backend: uring or posix (default: SOLIDGRAPH_IO_BACKEND, else io_uring when the kernel allows it).
+    #[arg(long, value_parser = parse_backend)]
+    pub backend: Option<BackendKind>,
 }
 
 pub fn neighbors_cmd(a: NeighborsArgs) -> CliResult {
-    let s = Store::open(&a.path, &OpenOptions { cache_bytes: 0, ..Default::default() })?;
+    neighbors(a).map_err(for_cli)
+}
+
+fn neighbors(a: NeighborsArgs) -> CliResult {
+    let s = Store::open(&a.path, &OpenOptions { cache_bytes: 0, backend: backend_choice(a.backend), ..Default::default() })?;
     let dir: Direction = a.direction.parse()?;
     let mut ids = a.ids.clone();
     s.to_internal(&mut ids)?;
