@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Batched neighbor reads of random vertices on a Graph500 Kronecker graph:
 # SolidGraph against the same graph as plain CSR files (mmap, mmap with
-# MADV_RANDOM, and CSR read with our own I/O engine), in one run, under one
-# memory budget (page cache 5% of the store; a cgroup per contender when
-# root), caches cold. Defaults are the issue's configuration: scale 23, edge
+# MADV_RANDOM, and CSR read with our own I/O engine), in one run, each under
+# the same memory limit (5% of the store + 64 MiB; a cgroup per contender
+# when root): the mmap contenders' OS page cache lives in it, SolidGraph's
+# page cache is the limit less its process's measured footprint; caches
+# cold. Defaults are the issue's configuration: scale 23, edge
 # factor 16, undirected. The edge file, store and CSR stay in the work
 # directory (default /work/bench/neighbors-s23) and are reused; --fresh
 # rebuilds them.

@@ -367,6 +367,20 @@ impl Drop for Cgroup {
     }
 }
 
+/// A number alone in a file (cgroup counters).
+pub(crate) fn read_u64(path: &Path) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// This process's peak resident set (VmHWM of /proc/self/status), 0 if
+/// unknown.
+pub(crate) fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("VmHWM:").and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())))
+        .map_or(0, |kb| kb << 10)
+}
+
 pub(crate) fn os_read_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/io")
         .ok()

@@ -2,8 +2,12 @@
 //! SolidGraph against the same graph as plain CSR files, in one run, under
 //! one memory budget, with cold caches.
 //!
-//! Contenders (each in its own child process, see [`worker`]):
-//! - `solidgraph`: `Store::neighbors` per batch, page cache = budget share.
+//! Contenders (each in its own child process, see [`worker`]), each under
+//! the same memory limit:
+//! - `solidgraph`: `Store::neighbors` per batch; its page cache is the limit
+//!   less the process's own footprint, measured in the worker (see
+//!   [`cache_within`]), so it has the memory the mmap contenders' OS page
+//!   cache has.
 //! - `mmap`, `mmap-random`: CSR through mmap, as numpy.memmap would read it
 //!   (page faults through the OS page cache), default and MADV_RANDOM.
 //! - `csr-io`: CSR read with our own I/O engine, two dependent batched reads
@@ -72,11 +76,14 @@ pub struct NeighborsArgs {
     /// I/Os in flight per file for SolidGraph and csr-io.
     #[arg(long, default_value_t = 64)]
     inflight: usize,
-    /// SolidGraph's page cache as a share of the store's size.
+    /// Sets the default memory limit: this share of the store's size, plus
+    /// 64 MiB for each process's own memory.
     #[arg(long, default_value_t = 0.05)]
     cache_fraction: f64,
-    /// Memory limit of each contender's process (default: the page cache
-    /// budget + 64 MiB).
+    /// Memory limit of each contender's process, the same for all (default:
+    /// --cache-fraction of the store + 64 MiB). The mmap contenders' OS
+    /// page cache lives inside it; SolidGraph's page cache is the limit less
+    /// its process's measured footprint.
     #[arg(long, value_parser = parse_size)]
     memory_budget: Option<u64>,
     /// Sort memory for the import.
@@ -141,8 +148,10 @@ pub struct WorkerArgs {
     batch_file: PathBuf,
     #[arg(long)]
     batch_size: usize,
+    /// The memory limit every contender gets; SolidGraph sizes its page
+    /// cache to fill it.
     #[arg(long)]
-    cache_bytes: u64,
+    memory_limit: u64,
     #[arg(long)]
     max_seconds: f64,
     #[arg(long)]
@@ -181,8 +190,7 @@ pub fn run(a: NeighborsArgs) -> CliResult {
     let files = g.files()?;
     let csr_bytes = g.csr_bytes();
     let Graph { l, params, meta, prep, store_bytes } = g;
-    let cache_bytes = ((store_bytes as f64 * a.cache_fraction) as u64).max(PAGE);
-    let limit = a.memory_budget.unwrap_or(cache_bytes + PROCESS_OVERHEAD);
+    let limit = a.memory_budget.unwrap_or(((store_bytes as f64 * a.cache_fraction) as u64).max(PAGE) + PROCESS_OVERHEAD);
     let (nodes, edges) = (meta.nodes, meta.edges);
     write_batches(&a, &l, meta)?;
 
@@ -198,7 +206,7 @@ pub fn run(a: NeighborsArgs) -> CliResult {
             pb.set_style(indicatif::ProgressStyle::with_template("{msg:>12} round {prefix} {spinner} {elapsed}").expect("static template"));
             pb.set_prefix(format!("{}/{}", round + 1, a.rounds));
             pb.enable_steady_tick(Duration::from_millis(200));
-            let w = spawn_worker(&a, &l, c, cache_bytes, cg.as_ref())?;
+            let w = spawn_worker(&a, &l, c, limit, cg.as_ref())?;
             pb.finish_and_clear();
             let (peak, failcnt) = cg.as_ref().map_or((None, None), |g| (g.read("memory.max_usage_in_bytes"), g.read("memory.failcnt")));
             runs.push(Measured { c, w, peak, failcnt, caches });
@@ -212,7 +220,6 @@ pub fn run(a: NeighborsArgs) -> CliResult {
         edges,
         store_bytes,
         csr_bytes,
-        cache_bytes,
         limit,
         cgroups,
         batches: a.batches,
@@ -282,6 +289,13 @@ struct WorkerReport {
     io_p50_us: Option<f64>,
     io_p99_us: Option<f64>,
     cache_hits: Option<u64>,
+    /// SolidGraph's page cache budget: the limit less `footprint_bytes` and
+    /// `headroom_bytes`.
+    cache_bytes: Option<u64>,
+    /// SolidGraph's process memory besides its page cache, measured.
+    footprint_bytes: Option<u64>,
+    /// Room left for batches larger than the measured one.
+    headroom_bytes: Option<u64>,
     checksums: Vec<u64>,
 }
 
@@ -305,14 +319,14 @@ impl Measured {
     }
 }
 
-fn spawn_worker(a: &NeighborsArgs, l: &Layout, c: Contender, cache_bytes: u64, cg: Option<&Cgroup>) -> CliResult<WorkerReport> {
+fn spawn_worker(a: &NeighborsArgs, l: &Layout, c: Contender, limit: u64, cg: Option<&Cgroup>) -> CliResult<WorkerReport> {
     let mut args: Vec<OsString> = ["neighbors-worker", "--contender", c.name(), "--dir"].map(OsString::from).to_vec();
     args.push(l.dir.clone().into());
     args.push("--batch-file".into());
     args.push(l.batch_file().into());
     for (k, v) in [
         ("--batch-size", a.batch_size.to_string()),
-        ("--cache-bytes", cache_bytes.to_string()),
+        ("--memory-limit", limit.to_string()),
         ("--max-seconds", a.max_seconds.to_string()),
         ("--inflight", a.inflight.to_string()),
     ] {
@@ -344,7 +358,9 @@ pub fn worker(a: WorkerArgs) -> CliResult {
     let backend = backend_choice(&a.backend)?;
     let mut r = match a.contender {
         Contender::Solidgraph => {
-            let store = Store::open(&l.store(), &OpenOptions { cache_bytes: a.cache_bytes, backend, inflight_per_member: a.inflight, ..Default::default() })?;
+            let opts = OpenOptions { cache_bytes: 0, backend, inflight_per_member: a.inflight, ..Default::default() };
+            let (cache_bytes, footprint, headroom) = cache_within(&a, &l, &opts, &ids)?;
+            let store = Store::open(&l.store(), &OpenOptions { cache_bytes, ..opts })?;
             let scale = store.page_size() as u64 / PAGE;
             let mut r = measure(&a, &ids, |ids| Ok(store.neighbors(ids, Direction::Out, false, false)?))?;
             let s = store.stats();
@@ -354,6 +370,7 @@ pub fn worker(a: WorkerArgs) -> CliResult {
             r.io_p50_us = s.members.iter().map(|m| m.p50_us).reduce(f64::max);
             r.io_p99_us = s.members.iter().map(|m| m.p99_us).reduce(f64::max);
             r.cache_hits = Some(s.cache.hits);
+            (r.cache_bytes, r.footprint_bytes, r.headroom_bytes) = (Some(cache_bytes), Some(footprint), Some(headroom));
             r
         }
         Contender::Mmap | Contender::MmapRandom => {
@@ -380,6 +397,31 @@ pub fn worker(a: WorkerArgs) -> CliResult {
     println!("{}", serde_json::to_string(&r)?);
     Ok(())
 }
+
+/// SolidGraph's page cache within `a.memory_limit`, the memory the mmap
+/// contenders' OS page cache gets: the limit less this process's footprint
+/// (binary, tables, I/O buffers, the batch ids, one batch's result),
+/// measured by opening the store without a cache and reading the first
+/// batch (direct I/O: nothing of it stays cached), less headroom for larger
+/// batches. The footprint is what the limit counts: the cgroup's peak usage
+/// when in one, else the peak resident set. Returns (cache, footprint,
+/// headroom).
+fn cache_within(a: &WorkerArgs, l: &Layout, opts: &OpenOptions, ids: &[u64]) -> CliResult<(u64, u64, u64)> {
+    {
+        let probe = Store::open(&l.store(), opts)?;
+        probe.neighbors(&ids[..a.batch_size], Direction::Out, false, false)?;
+    }
+    let footprint = a.cgroup.as_deref().and_then(|g| read_u64(&g.join("memory.max_usage_in_bytes"))).unwrap_or_else(peak_rss);
+    let headroom = HEADROOM_MIN.max(footprint / 4);
+    let cache = a.memory_limit.saturating_sub(footprint + headroom).max(PAGE);
+    Ok((cache, footprint, headroom))
+}
+
+/// At least this much of the limit stays free of SolidGraph's page cache,
+/// and a quarter of the measured footprint if more: a batch with more hub
+/// lists than the probe's needs a larger result and more I/O buffers, and
+/// anonymous memory over a cgroup's limit is not reclaimed but killed.
+const HEADROOM_MIN: u64 = 4 << 20;
 
 /// Runs the batches (the same ones in every worker: one generator, one
 /// seed) and times the neighbor calls only.
@@ -422,6 +464,9 @@ fn measure(a: &WorkerArgs, all_ids: &[u64], mut fetch: impl FnMut(&[u64]) -> Cli
         io_p50_us: None,
         io_p99_us: None,
         cache_hits: None,
+        cache_bytes: None,
+        footprint_bytes: None,
+        headroom_bytes: None,
         checksums,
     })
 }
@@ -500,7 +545,6 @@ struct Report<'a> {
     edges: u64,
     store_bytes: u64,
     csr_bytes: u64,
-    cache_bytes: u64,
     limit: u64,
     cgroups: bool,
     batches: usize,
@@ -590,7 +634,9 @@ impl Report<'_> {
                 "input_edges_per_s": self.prep.import_input_edges.map(|e| e as f64 / s),
             })),
             "csr_build_seconds": self.prep.csr_seconds,
-            "cache_bytes": self.cache_bytes, "memory_limit_bytes": self.limit,
+            "cache_bytes": self.median(Contender::Solidgraph).w.cache_bytes, "memory_limit_bytes": self.limit,
+            "solidgraph_footprint_bytes": self.median(Contender::Solidgraph).w.footprint_bytes,
+            "solidgraph_headroom_bytes": self.median(Contender::Solidgraph).w.headroom_bytes,
             "memory_enforced": self.cgroups, "caches": self.runs[0].caches,
             "batches": self.batches, "batch_size": self.batch_size, "seed": self.seed, "sample": self.sample,
             "rounds": self.rounds, "max_seconds": self.max_seconds, "inflight": self.inflight,
@@ -617,14 +663,23 @@ impl Report<'_> {
         if let Some(s) = self.prep.csr_seconds {
             println!("built the CSR baseline in {s:.1} s");
         }
+        println!("store {:.0} MiB, CSR {:.0} MiB", mib(self.store_bytes), mib(self.csr_bytes));
+        // The budget each contender had: one limit, used as each one can.
+        let s = &self.median(Contender::Solidgraph).w;
+        let of = |b: Option<u64>| mib(b.unwrap_or(0));
+        println!("memory: {:.1} MiB for each contender, all it has ({})", mib(self.limit), self.enforcement());
         println!(
-            "store {:.0} MiB, CSR {:.0} MiB; SolidGraph page cache {:.1} MiB; memory limit {:.1} MiB: {}",
-            mib(self.store_bytes),
-            mib(self.csr_bytes),
-            mib(self.cache_bytes),
-            mib(self.limit),
-            self.enforcement()
+            "  (S) page cache {:.1} MiB = the limit - its process's own {:.1} MiB (measured) - {:.1} MiB headroom",
+            of(s.cache_bytes),
+            of(s.footprint_bytes),
+            of(s.headroom_bytes)
         );
+        if self.cgroups {
+            println!("  (a) the OS page cache over the CSR files: whatever of the limit its process does not use");
+        } else {
+            println!("  (a) the OS page cache over the CSR files: as much as the machine has (the limit is not enforced)");
+        }
+        println!("  (b) no cache: every batch reads its pages (it measures the CSR layout on our I/O engine)");
         println!(
             "{} batches x {} random vertices ({}, seed {}), at most {} s per run; {} round(s), each contender's median round shown",
             self.batches,
