@@ -1,4 +1,4 @@
-"""GNN inference next to the store (issue 29, stage 2): models exported from
+"""GNN inference next to the store: models exported from
 PyTorch / PyG with solidgraph.infer.export and run by Graph.infer equal
 PyTorch's outputs on the same subgraph, full neighbourhood and sampled, on a
 random graph and on Cora; bad inputs raise typed errors."""

@@ -417,8 +417,8 @@ def test_row_admission_must_be_known(g):
 
 
 def test_row_cache_sweep_keeps_batches_and_eviction_work_linear(tmp_path):
-    # Issue 34: with a row cache much smaller than the rows a loader samples
-    # ahead, every eviction scanned the upcoming rows. From no row cache to
+    # A row cache much smaller than the rows a loader samples ahead is where
+    # an eviction could scan the upcoming rows. From no row cache to
     # more than every row, a loader gets the same batches, and the eviction
     # hand's visits stay within the evictions plus the visited bits set
     # (each hit sets one; each announced row sets one, and every announced

@@ -24,7 +24,7 @@ pub struct InferArgs {
     #[arg(long)]
     pub nodes: Option<PathBuf>,
     /// Every node, in batches over full neighbourhoods (layer-by-layer whole-graph inference,
-    /// `infer_all`, is a later stage of issue 29 and will replace this for large graphs).
+    /// `infer_all`, is planned for large graphs; docs/DESIGN.md, Planned).
     #[arg(long)]
     pub all: bool,
     /// Neighbours per node at each hop, e.g. 25,10 (-1: all). Default: the full neighbourhood.

@@ -501,8 +501,8 @@ mod tests {
         }
     }
 
-    /// Issue 34: a row cache far smaller than the rows sampled ahead made
-    /// every eviction scan the upcoming rows. From no row cache to more
+    /// A row cache far smaller than the rows sampled ahead is where an
+    /// eviction could scan the upcoming rows. From no row cache to more
     /// than the working set, the batches are the same, the eviction hand's
     /// work stays linear (each visit past an eviction's first clears a bit
     /// that a hit or an announced row set; every announced row is gathered

@@ -1,4 +1,4 @@
-//! Batched inference over a store (issue 29, stage 2): per batch of target
+//! Batched inference over a store: per batch of target
 //! nodes, sample (or take the whole k-hop neighbourhood), gather the model's
 //! input tensors and run the model; batches are sampled and gathered ahead
 //! by the engine's [`Prefetcher`] while the model runs on the current one.

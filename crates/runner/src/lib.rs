@@ -1,4 +1,4 @@
-//! Near-data GNN inference (issue 29, stage 1): models as versioned dataflow
+//! Near-data GNN inference: models as versioned dataflow
 //! graphs (DFG) of ops, kernels per op and device chosen by priority, run on
 //! the blocks of a sampled or full k-hop subgraph next to the store.
 //!
