@@ -260,19 +260,8 @@ impl Graph {
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.store()?.stats();
         let d = PyDict::new(py);
-        d.set_item("cache_hits", s.cache.hits)?;
-        d.set_item("cache_misses", s.cache.misses)?;
-        d.set_item("cache_evictions", s.cache.evictions)?;
-        d.set_item("cache_hand_steps", s.cache.hand_steps)?;
-        d.set_item("cache_bytes", s.cache.bytes)?;
-        d.set_item("cache_budget", s.cache.budget)?;
-        let rows = s.rows.unwrap_or_default();
-        d.set_item("row_cache_hits", rows.hits)?;
-        d.set_item("row_cache_misses", rows.misses)?;
-        d.set_item("row_cache_evictions", rows.evictions)?;
-        d.set_item("row_cache_hand_steps", rows.hand_steps)?;
-        d.set_item("row_cache_bytes", rows.bytes)?;
-        d.set_item("row_cache_budget", rows.budget)?;
+        set_cache_stats(&d, "cache", &s.cache)?;
+        set_cache_stats(&d, "row_cache", &s.rows.unwrap_or_default())?;
         d.set_item("pages_read", s.pages_read())?;
         d.set_item("ios", s.ios())?;
         d.set_item("bytes_read", s.bytes_read())?;
@@ -723,4 +712,13 @@ pub fn open(py: Python<'_>, path: PathBuf, cache_bytes: u64, writable: bool, del
     let opts = OpenOptions { cache_bytes, writable, delta_budget, row_cache_bytes, row_admission, ..Default::default() };
     let store = py.allow_threads(|| Store::open(&path, &opts)).map_err(err)?;
     Ok(Graph { slot: Arc::new(StoreSlot::new(path, opts, store, false)) })
+}
+
+/// A cache's counters as `{prefix}_hits`, `_misses`, ... (`Stats` in the stub).
+fn set_cache_stats(d: &Bound<'_, PyDict>, prefix: &str, c: &solidgraph_store::cache::CacheStats) -> PyResult<()> {
+    let items = [("hits", c.hits), ("misses", c.misses), ("evictions", c.evictions), ("hand_steps", c.hand_steps), ("bytes", c.bytes), ("budget", c.budget)];
+    for (name, v) in items {
+        d.set_item(format!("{prefix}_{name}"), v)?;
+    }
+    Ok(())
 }
