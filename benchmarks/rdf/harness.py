@@ -1,0 +1,363 @@
+"""RDF benchmark: SolidGraph (solidgraph.rdf) against pyoxigraph on the same
+LUBM-profile files, in the same run, alternating.
+
+Both contenders are driven through the same pyoxigraph-shaped calls
+(`Store(path)`, `bulk_load(path=, format=)`, `query`), each in a process of
+its own that joins a memory cgroup (v1, /sys/fs/cgroup/memory) with the same
+limit, so the OS page cache a contender reads through counts against its
+limit as its own caches do. Reported:
+
+- bulk load: triples/s (input triples over wall time, store opened, loaded
+  and closed) and store bytes per triple (allocated bytes of the store
+  directory);
+- per query, cold (a fresh process opens the store, drops the OS caches,
+  runs the query once) and warm (one process, one unmeasured run, then the
+  median of --repeat runs); geometric means per kind (lubm, path) and
+  overall, and SolidGraph/pyoxigraph ratios (>1: SolidGraph faster);
+- throughput, warm, with 1, 2, 4, 8, 16 client threads running the query mix
+  for --seconds each.
+
+Every query's answer (row count or boolean) is compared between contenders;
+a mismatch is reported and fails the run (exit 1).
+
+    python benchmarks/rdf/harness.py --scale 1 --dir /tmp/rdf1 --mem-mib 4096
+    python benchmarks/rdf/harness.py --scale 200 --dir /work/bench/rdf200 --mem-mib 512
+
+Needs root for drop_caches and cgroups; without root it runs unlimited and
+says that the cold figures are not cold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import queries  # noqa: E402
+
+ENGINES = {"oxigraph": "pyoxigraph", "solidgraph": "solidgraph.rdf"}
+CGROUP_ROOT = "/sys/fs/cgroup/memory"
+
+
+# ---------------------------------------------------------------- worker side
+
+
+def engine_module(engine: str):
+    import importlib
+
+    return importlib.import_module(ENGINES[engine])
+
+
+def join_cgroup(name: str | None) -> None:
+    if name:
+        with open(os.path.join(CGROUP_ROOT, name, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+
+
+def drop_caches() -> bool:
+    try:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3")
+        return True
+    except OSError:
+        return False
+
+
+def answer(result) -> object:
+    """Row count of a solutions/triples iterator, or the boolean of an ASK."""
+    if isinstance(result, bool) or type(result).__name__ == "QueryBoolean":
+        return bool(result)
+    return sum(1 for _ in result)
+
+
+def run_query(store, name: str) -> tuple[float, object]:
+    q = queries.sparql(name)
+    t = time.perf_counter()
+    a = answer(store.query(q))
+    return time.perf_counter() - t, a
+
+
+def worker(a) -> None:
+    join_cgroup(a.cgroup)
+    m = engine_module(a.engine)
+    out: dict = {"engine": a.engine}
+    if a.task == "load":
+        t = time.perf_counter()
+        store = m.Store(a.store)
+        store.bulk_load(path=a.file, format=m.RdfFormat.N_TRIPLES)
+        n = len(store)
+        del store
+        out.update(seconds=time.perf_counter() - t, triples=n)
+    elif a.task == "cold":
+        store = m.Store(a.store)
+        out["dropped"] = drop_caches()
+        out["seconds"], out["answer"] = run_query(store, a.query)
+    elif a.task == "warm":
+        store = m.Store(a.store)
+        res = {}
+        for name in a.queries.split(","):
+            _, ans = run_query(store, name)
+            ts = sorted(run_query(store, name)[0] for _ in range(a.repeat))
+            res[name] = {"seconds": ts[len(ts) // 2], "answer": ans}
+        out["queries"] = res
+    elif a.task == "clients":
+        store = m.Store(a.store)
+        names = a.queries.split(",")
+        for name in names:  # warm
+            run_query(store, name)
+        out["throughput"] = {}
+        for c in [int(x) for x in a.clients.split(",")]:
+            out["throughput"][c] = clients(store, names, c, a.seconds)
+    print(json.dumps(out), flush=True)
+
+
+def clients(store, names: list[str], n: int, seconds: float) -> float:
+    """Queries per second with n threads each running the mix in turn."""
+    done = [0] * n
+    stop = time.perf_counter() + seconds
+
+    def client(i: int) -> None:
+        k = i
+        while time.perf_counter() < stop:
+            answer(store.query(queries.sparql(names[k % len(names)])))
+            k += 1
+            done[i] += 1
+
+    t0 = time.perf_counter()
+    ts = [threading.Thread(target=client, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return sum(done) / (time.perf_counter() - t0)
+
+
+# ---------------------------------------------------------------- driver side
+
+
+class Cgroup:
+    """A memory cgroup per contender, all with the same limit."""
+
+    def __init__(self, engine: str, limit: int | None):
+        self.name = None
+        if limit is None or not os.access(CGROUP_ROOT, os.W_OK):
+            return
+        self.name = f"sg-rdf-{engine}-{os.getpid()}"
+        path = os.path.join(CGROUP_ROOT, self.name)
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, "memory.limit_in_bytes"), "w") as f:
+            f.write(str(limit))
+
+    def remove(self) -> None:
+        if self.name:
+            try:
+                os.rmdir(os.path.join(CGROUP_ROOT, self.name))
+            except OSError:
+                pass
+
+
+def spawn(engine: str, task: str, cg: Cgroup, **kw) -> dict:
+    cmd = [sys.executable, __file__, "worker", "--engine", engine, "--task", task]
+    if cg.name:
+        cmd += ["--cgroup", cg.name]
+    for k, v in kw.items():
+        cmd += [f"--{k}", str(v)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{engine} {task} failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def dir_bytes(path: str) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            total += os.stat(os.path.join(root, f)).st_blocks * 512
+    return total
+
+
+def gmean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(max(x, 1e-9)) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def alternate(engines: list[str], r: int) -> list[str]:
+    return engines if r % 2 == 0 else engines[::-1]
+
+
+def driver(a) -> int:
+    import lubm
+
+    os.makedirs(a.dir, exist_ok=True)
+    data = os.path.join(a.dir, f"lubm{a.scale}.nt")
+    if not os.path.exists(data):
+        t = time.perf_counter()
+        lubm.main(["--scale", str(a.scale), "--out", data])
+        log(f"generated {data} in {time.perf_counter() - t:.1f} s")
+    engines = a.engines.split(",")
+    limit = a.mem_mib << 20 if a.mem_mib else None
+    load_limit = a.load_mem_mib << 20 if a.load_mem_mib else None
+    root = os.geteuid() == 0
+    names = [n for n in (a.queries.split(",") if a.queries else queries.QUERIES)]
+    report: dict = {"scale": a.scale, "data": data, "data_bytes": os.path.getsize(data), "mem_limit": limit,
+                    "load_mem_limit": load_limit, "root": root, "load": {}, "cold": {}, "warm": {}, "throughput": {}}
+    if not root:
+        log("not root: no cgroup, no drop_caches; 'cold' runs are not cold")
+
+    for e in engines:
+        store = os.path.join(a.dir, f"{e}.store")
+        if os.path.exists(store) and not a.reload:
+            report["load"][e] = {"reused": True}
+        else:
+            subprocess.run(["rm", "-rf", store], check=True)
+            drop_caches()
+            cg = Cgroup(e, load_limit)
+            try:
+                r = spawn(e, "load", cg, store=store, file=data)
+            finally:
+                cg.remove()
+            r["triples_per_s"] = r["triples"] / r["seconds"]
+            report["load"][e] = r
+            log(f"load {e}: {r['triples']} triples in {r['seconds']:.1f} s = {r['triples_per_s']:.0f} triples/s")
+        b = dir_bytes(store)
+        report["load"][e]["store_bytes"] = b
+        report["load"][e]["bytes_per_triple"] = b / report["load"][e].get("triples", 1) if "triples" in report["load"][e] else None
+
+    answers: dict = {}
+    cgs = {e: Cgroup(e, limit) for e in engines}
+    try:
+        for r in range(a.rounds if a.cold else 0):
+            for name in names:
+                for e in alternate(engines, r):
+                    x = spawn(e, "cold", cgs[e], store=os.path.join(a.dir, f"{e}.store"), query=name)
+                    report["cold"].setdefault(e, {}).setdefault(name, []).append(x["seconds"])
+                    answers.setdefault(name, {})[e] = x["answer"]
+                    log(f"cold r{r} {e} {name}: {x['seconds'] * 1e3:.1f} ms ({x['answer']})")
+        for r in range(a.rounds if a.warm else 0):
+            for e in alternate(engines, r):
+                x = spawn(e, "warm", cgs[e], store=os.path.join(a.dir, f"{e}.store"), queries=",".join(names),
+                          repeat=a.repeat)
+                for name, q in x["queries"].items():
+                    report["warm"].setdefault(e, {}).setdefault(name, []).append(q["seconds"])
+                    answers.setdefault(name, {})[e] = q["answer"]
+                log(f"warm r{r} {e}: done")
+        if a.clients:
+            for e in engines:
+                x = spawn(e, "clients", cgs[e], store=os.path.join(a.dir, f"{e}.store"),
+                          queries=",".join(n for n in names if n not in a.heavy.split(",")),
+                          clients=a.clients, seconds=a.seconds)
+                report["throughput"][e] = x["throughput"]
+                log(f"throughput {e}: {x['throughput']}")
+    finally:
+        for cg in cgs.values():
+            cg.remove()
+
+    mismatches = {n: v for n, v in answers.items() if len(set(map(str, v.values()))) > 1}
+    report["answers"] = answers
+    report["mismatches"] = mismatches
+    summarize(report, engines, names)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(report, f, indent=1)
+    return 1 if mismatches else 0
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def summarize(rep: dict, engines: list[str], names: list[str]) -> None:
+    p = print
+    p(f"# RDF benchmark, LUBM-profile scale {rep['scale']}: {rep['data_bytes'] / 2**20:.0f} MiB N-Triples; "
+      f"memory limit {rep['mem_limit'] and rep['mem_limit'] >> 20} MiB per contender (queries), "
+      f"{rep['load_mem_limit'] and rep['load_mem_limit'] >> 20} MiB (load)")
+    p("\n## Bulk load")
+    for e in engines:
+        ld = rep["load"][e]
+        tps = ld.get("triples_per_s")
+        bpt = ld.get("bytes_per_triple")
+        p(f"{e:11s} {ld.get('triples', '?')} triples  "
+          f"{(f'{tps:,.0f} triples/s' if tps else 'reused'):>20s}  store {ld['store_bytes'] / 2**20:,.1f} MiB"
+          + (f" = {bpt:.1f} B/triple" if bpt else ""))
+    for mode in ("cold", "warm"):
+        if not rep[mode]:
+            continue
+        p(f"\n## Queries, {mode} (median of rounds, ms)")
+        p(f"{'query':16s}" + "".join(f"{e:>13s}" for e in engines) + ("       ratio" if len(engines) == 2 else "")
+          + "  answer")
+        med = {e: {n: sorted(v)[len(v) // 2] for n, v in rep[mode].get(e, {}).items()} for e in engines}
+        for n in names:
+            row = f"{n:16s}" + "".join(f"{med[e].get(n, float('nan')) * 1e3:13.2f}" for e in engines)
+            if len(engines) == 2 and n in med[engines[0]] and n in med[engines[1]]:
+                row += f"{ratio(med, engines, n):12.2f}"
+            p(row + f"  {rep['answers'].get(n)}")
+        for kind in ("lubm", "path", None):
+            sel = [n for n in names if kind is None or queries.QUERIES[n][0] == kind]
+            gm = {e: gmean([med[e][n] for n in sel if n in med[e]]) for e in engines}
+            row = f"{'geomean ' + (kind or 'all'):16s}" + "".join(f"{gm[e] * 1e3:13.2f}" for e in engines)
+            if len(engines) == 2:
+                row += f"{gm[engines[0]] / gm[engines[1]]:12.2f}"
+            p(row)
+    if rep["throughput"]:
+        p("\n## Throughput, warm (queries/s; the mix without the heavy queries)")
+        cs = list(next(iter(rep["throughput"].values())).keys())
+        p(f"{'clients':11s}" + "".join(f"{c:>10s}" for c in cs))
+        for e in engines:
+            t = rep["throughput"].get(e, {})
+            p(f"{e:11s}" + "".join(f"{t.get(c, float('nan')):10.1f}" for c in cs))
+    if rep["mismatches"]:
+        p(f"\nANSWERS DIFFER: {rep['mismatches']}")
+    if len(engines) == 2:
+        p(f"\nratio = {engines[0]} time / {engines[1]} time (> 1: {engines[1]} faster)")
+
+
+def ratio(med: dict, engines: list[str], n: str) -> float:
+    return med[engines[0]][n] / med[engines[1]][n]
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "worker":
+        ap = argparse.ArgumentParser()
+        ap.add_argument("worker")
+        ap.add_argument("--engine", required=True, choices=list(ENGINES))
+        ap.add_argument("--task", required=True, choices=["load", "cold", "warm", "clients"])
+        ap.add_argument("--cgroup")
+        ap.add_argument("--store", required=True)
+        ap.add_argument("--file")
+        ap.add_argument("--query")
+        ap.add_argument("--queries")
+        ap.add_argument("--repeat", type=int, default=5)
+        ap.add_argument("--clients")
+        ap.add_argument("--seconds", type=float, default=10.0)
+        worker(ap.parse_args())
+        return 0
+    ap = argparse.ArgumentParser(description="RDF benchmark: SolidGraph against pyoxigraph on LUBM-profile data")
+    ap.add_argument("--scale", type=int, default=1, help="universities")
+    ap.add_argument("--dir", required=True, help="work directory: data file and stores (reused)")
+    ap.add_argument("--engines", default="oxigraph,solidgraph")
+    ap.add_argument("--mem-mib", type=int, default=512, help="memory limit per contender for queries (0: none)")
+    ap.add_argument("--load-mem-mib", type=int, default=4096, help="memory limit for the bulk load (0: none)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5, help="warm runs per query per round")
+    ap.add_argument("--queries", help="comma-separated names (default: all)")
+    ap.add_argument("--no-cold", dest="cold", action="store_false")
+    ap.add_argument("--no-warm", dest="warm", action="store_false")
+    ap.add_argument("--clients", default="1,2,4,8,16", help="client counts for throughput ('' to skip)")
+    ap.add_argument("--heavy", default="Q2,Q6,Q8,Q14,P1_suborg_all,P2_advisor_dept,P3_advisor_univ",
+                    help="queries left out of the throughput mix (whole-graph scans)")
+    ap.add_argument("--seconds", type=float, default=10.0, help="per client count")
+    ap.add_argument("--reload", action="store_true", help="load again even if a store exists")
+    ap.add_argument("--json", help="also write the report as JSON here")
+    return driver(ap.parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
