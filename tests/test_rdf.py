@@ -1,0 +1,337 @@
+"""solidgraph.rdf against pyoxigraph: the same random graphs, basic graph
+patterns, property paths and updates give the same results (as multisets)
+in both, through bulk loads, incremental loads, updates and reopening; and
+bad input (data and query syntax, unknown prefixes) raises a SyntaxError
+naming line and column and leaves the store's files as they were.
+
+Both stores are driven through the same pyoxigraph-shaped calls. Blank
+node labels differ between stores, so results compare with every blank
+node written as `_:`.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+import random
+from collections import Counter
+
+import pytest
+
+ox = pytest.importorskip("pyoxigraph")
+sg = pytest.importorskip("solidgraph.rdf")
+
+EX = "http://ex.org/"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+NODES = [f"<{EX}n{i}>" for i in range(10)] + ["_:b0", "_:b1", "_:b2"]
+PREDS = [f"<{EX}p{i}>" for i in range(4)]
+# Literals of every kind, including lexical forms that are not canonical
+# ("01", "+1", "1.50", "1"^^boolean): equal by value to others, never the
+# same term.
+LITERALS = [
+    '"a"', '"b"', '"a"@en', '"a"@fr', '"a b\\n\\"c\\""', '"é"',
+    f'"1"^^<{XSD}integer>', f'"01"^^<{XSD}integer>', f'"+1"^^<{XSD}integer>', f'"-7"^^<{XSD}integer>',
+    f'"123456789012345678901234567890"^^<{XSD}integer>', f'"abc"^^<{XSD}integer>',
+    f'"1.5"^^<{XSD}decimal>', f'"1.50"^^<{XSD}decimal>', f'"1.0E0"^^<{XSD}double>',
+    f'"true"^^<{XSD}boolean>', f'"1"^^<{XSD}boolean>', f'"false"^^<{XSD}boolean>',
+    f'"2020-01-31"^^<{XSD}date>', f'"2020-01-31T10:00:00Z"^^<{XSD}dateTime>',
+    f'"a"^^<{XSD}string>', f'"x"^^<{EX}dt>',
+]
+OBJECTS = NODES + LITERALS
+
+
+def random_triples(rng: random.Random, n: int) -> list[str]:
+    out = set()
+    while len(out) < n:
+        s = rng.choice(NODES)
+        p = rng.choice(PREDS[:3] if rng.random() < 0.8 else PREDS)
+        o = rng.choice(NODES if rng.random() < 0.6 else LITERALS)
+        out.add(f"{s} {p} {o} .")
+    return sorted(out)
+
+
+def write_nt(path, triples: list[str]) -> str:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(triples) + "\n")
+    return str(path)
+
+
+def norm(term) -> str | None:
+    if term is None:
+        return None
+    s = str(term)
+    return "_:" if s.startswith("_:") else s
+
+
+def rows(store, query: str):
+    """The query's answer as something comparable: a Counter of rows, a bool, or a Counter of triples."""
+    r = store.query(query)
+    if isinstance(r, bool) or type(r).__name__ == "QueryBoolean":
+        return bool(r)
+    if hasattr(r, "variables"):
+        names = [v.value for v in r.variables]
+        return Counter(tuple(norm(sol[n]) for n in names) for sol in r)
+    return Counter((norm(t.subject), norm(t.predicate), norm(t.object)) for t in r)
+
+
+def quads(it) -> Counter:
+    return Counter((norm(q.subject), norm(q.predicate), norm(q.object), norm(q.graph_name)) for q in it)
+
+
+def all_quads(store) -> Counter:
+    return quads(store.quads_for_pattern(None, None, None, None))
+
+
+def same(a, b, query: str) -> None:
+    ra, rb = rows(a, query), rows(b, query)
+    assert ra == rb, f"answers differ for\n{query}\n  pyoxigraph only: {ra - rb if isinstance(ra, Counter) else ra}\n" \
+        f"  solidgraph only: {rb - ra if isinstance(rb, Counter) else rb}"
+
+
+def files_digest(path) -> dict:
+    out = {}
+    for root, _, files in os.walk(path):
+        for f in files:
+            if f.endswith(".lock"):
+                continue
+            p = os.path.join(root, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, path)] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+# ------------------------------------------------------------ query builders
+
+VARS = ["?a", "?b", "?c", "?d"]
+
+
+def random_bgp(rng: random.Random) -> str:
+    pats = []
+    for _ in range(rng.randint(1, 4)):
+        s = rng.choice(VARS[:3]) if rng.random() < 0.8 else rng.choice(NODES[:10])
+        p = rng.choice(PREDS) if rng.random() < 0.75 else "?p" + str(rng.randint(0, 1))
+        o = rng.choice(VARS) if rng.random() < 0.7 else rng.choice(OBJECTS[:10] + LITERALS)
+        pats.append(f"{s} {p} {o} .")
+    filt = rng.choice(["", "", "FILTER(isLiteral(?b))", "FILTER(?b = 1)", "FILTER(sameTerm(?b, 1))",
+                       "FILTER(?b > 0)", 'FILTER(lang(?b) = "en")', "FILTER(?a != ?c)",
+                       f'FILTER(datatype(?b) = <{XSD}integer>)', "FILTER(!BOUND(?d))"])
+    return "SELECT * WHERE { " + " ".join(pats) + " " + filt + " }"
+
+
+def random_atom(rng: random.Random) -> str:
+    p = rng.choice(PREDS[:3])
+    return "^" + p if rng.random() < 0.25 else p
+
+
+def random_path(rng: random.Random, depth: int = 0) -> str:
+    """A path of atoms, sequences, alternatives and closures; a closure
+    applies to an atom or an alternative of atoms, which keeps every query
+    to milliseconds on a graph of this size."""
+    if depth > 2 or rng.random() < 0.35:
+        return random_atom(rng)
+    op = rng.choice(["/", "|", "+", "*", "?"])
+    if op in "/|":
+        return f"({random_path(rng, depth + 1)}{op}{random_path(rng, depth + 1)})"
+    inner = random_atom(rng) if rng.random() < 0.6 else f"{random_atom(rng)}|{random_atom(rng)}"
+    return f"({inner}){op}"
+
+
+def random_path_query(rng: random.Random) -> str:
+    path = random_path(rng)
+    start = rng.choice(["?x", "?x", rng.choice(NODES[:10])])
+    end = rng.choice(["?y", "?y", rng.choice(NODES[:10])])
+    if start == "?x" and end == "?y" and "*" not in path and "?" not in path:
+        return f"SELECT ?x ?y WHERE {{ ?x {path} ?y }}"
+    if start == "?x" and end == "?y":
+        start = NODES[rng.randrange(10)]
+    if start != "?x" and end != "?y":
+        return f"ASK {{ {start} {path} {end} }}"
+    return f"SELECT * WHERE {{ {start} {path} {end} }}"
+
+
+def random_update(rng: random.Random) -> str:
+    def data(k, blank=True):
+        return " ".join(t for t in random_triples(rng, k) if blank or "_:" not in t)
+
+    p, q = rng.sample(PREDS, 2)
+    return rng.choice([
+        f"INSERT DATA {{ {data(rng.randint(1, 6))} }}",
+        f"DELETE DATA {{ {data(rng.randint(1, 6), blank=False)} }}",
+        f"DELETE {{ ?s {p} ?o }} INSERT {{ ?o {q} ?s }} WHERE {{ ?s {p} ?o . FILTER(!isLiteral(?o)) }}",
+        f"DELETE WHERE {{ ?s {p} {rng.choice(NODES[:10])} }}",
+        f"INSERT {{ ?s {q} ?o }} WHERE {{ ?s {p}/{p} ?o }}",
+        f"INSERT DATA {{ GRAPH <{EX}g{rng.randint(0, 1)}> {{ {data(3)} }} }}",
+        f"DELETE {{ GRAPH ?g {{ ?s ?p ?o }} }} WHERE {{ GRAPH ?g {{ ?s ?p ?o . FILTER(?p = {p}) }} }}",
+    ])
+
+
+# ------------------------------------------------------------------- fixtures
+
+
+class Pair:
+    """A pyoxigraph store (a) and a SolidGraph store (b) holding the same
+    random graph; `b` may be dropped and reopened."""
+
+    def __init__(self, path):
+        self.path = path
+        nt = write_nt(path / "g.nt", random_triples(random.Random(7), 300))
+        self.a = ox.Store(str(path / "ox"))
+        self.a.bulk_load(path=nt, format=ox.RdfFormat.N_TRIPLES)
+        self.b = sg.Store(str(path / "sg"))
+        self.b.bulk_load(path=nt, format=sg.RdfFormat.N_TRIPLES)
+
+    def __iter__(self):
+        return iter((self.a, self.b, self.path))
+
+
+@pytest.fixture
+def pair(tmp_path):
+    return Pair(tmp_path)
+
+
+# ---------------------------------------------------------------------- tests
+
+
+def test_terms_and_solutions_api(pair):
+    _, b, _ = pair
+    r = b.query(f"SELECT ?s ?o WHERE {{ ?s <{EX}p0> ?o }} ORDER BY ?s ?o LIMIT 3")
+    assert [v.value for v in r.variables] == ["s", "o"]
+    sols = list(r)
+    assert len(sols) == 3
+    for s in sols:
+        assert isinstance(s["s"], (sg.NamedNode, sg.BlankNode))
+        assert s["o"] == s[1]
+    lit = sg.Literal("01", datatype=sg.NamedNode(f"{XSD}integer"))
+    assert lit.value == "01" and lit.datatype.value == f"{XSD}integer" and lit.language is None
+    assert str(lit) == f'"01"^^<{XSD}integer>'
+    en = sg.Literal("a", language="en")
+    assert en.language == "en" and en.datatype.value.endswith("langString")
+    assert sg.NamedNode(f"{EX}n1") == sg.NamedNode(f"{EX}n1")
+    assert hash(sg.NamedNode(f"{EX}n1")) == hash(sg.NamedNode(f"{EX}n1"))
+    assert bool(b.query(f"ASK {{ ?s <{EX}p0> ?o }}")) is True
+
+
+def test_bulk_load_same_quads(pair):
+    a, b, _ = pair
+    assert len(a) == len(b)
+    assert all_quads(a) == all_quads(b)
+    n1 = sg.NamedNode(f"{EX}n1")
+    assert quads(a.quads_for_pattern(ox.NamedNode(f"{EX}n1"), None, None, None)) == quads(
+        b.quads_for_pattern(n1, None, None, None))
+    p0 = sg.NamedNode(f"{EX}p0")
+    assert quads(a.quads_for_pattern(None, ox.NamedNode(f"{EX}p0"), None, None)) == quads(
+        b.quads_for_pattern(None, p0, None, None))
+    one = sg.Literal("1", datatype=sg.NamedNode(f"{XSD}integer"))
+    assert quads(a.quads_for_pattern(None, None, ox.Literal("1", datatype=ox.NamedNode(f"{XSD}integer")), None)) \
+        == quads(b.quads_for_pattern(None, None, one, None))
+
+
+def test_random_basic_graph_patterns(pair):
+    a, b, _ = pair
+    rng = random.Random(11)
+    for _ in range(150):
+        same(a, b, random_bgp(rng))
+
+
+def test_random_property_paths(pair):
+    a, b, _ = pair
+    rng = random.Random(12)
+    for _ in range(120):
+        same(a, b, random_path_query(rng))
+
+
+def test_fixed_queries(pair):
+    a, b, _ = pair
+    for q in [
+        f"SELECT ?s (COUNT(*) AS ?n) WHERE {{ ?s <{EX}p1> ?o }} GROUP BY ?s",
+        f"SELECT DISTINCT ?o WHERE {{ ?s ?p ?o FILTER(isNumeric(?o)) }}",
+        f"SELECT ?s ?o WHERE {{ ?s <{EX}p0> ?o OPTIONAL {{ ?o <{EX}p1> ?z }} }}",
+        f"SELECT ?x WHERE {{ {{ ?x <{EX}p0> ?y }} UNION {{ ?y <{EX}p2> ?x }} }}",
+        f"SELECT ?x WHERE {{ ?x <{EX}p0> ?y MINUS {{ ?x <{EX}p1> ?z }} }}",
+        f"SELECT ?x ?v WHERE {{ ?x <{EX}p1> ?o BIND(STR(?o) AS ?v) }}",
+        f"SELECT ?x WHERE {{ VALUES ?x {{ <{EX}n1> <{EX}n2> 1 }} ?x ?p ?o }}",
+        f"SELECT ?o WHERE {{ ?s ?p ?o FILTER(?o = 1) }}",
+        f"SELECT ?o WHERE {{ ?s ?p ?o FILTER(sameTerm(?o, \"01\"^^<{XSD}integer>)) }}",
+        f"SELECT ?o WHERE {{ ?s ?p ?o FILTER(?o = \"2020-01-31\"^^<{XSD}date>) }}",
+        f"CONSTRUCT {{ ?o <{EX}inv> ?s }} WHERE {{ ?s <{EX}p2> ?o }}",
+        f"ASK {{ <{EX}n0> (<{EX}p0>|<{EX}p1>)+ <{EX}n9> }}",
+        "SELECT * WHERE { ?s ?p ?o }",
+    ]:
+        same(a, b, q)
+
+
+def test_updates_loads_and_reopen(pair):
+    a, b, path = pair
+    del pair.b
+    rng = random.Random(13)
+    for i in range(40):
+        u = random_update(rng)
+        a.update(u)
+        b.update(u)
+        assert all_quads(a) == all_quads(b), f"after update {i}: {u}"
+        if i % 8 == 0:
+            for _ in range(5):
+                same(a, b, random_bgp(rng))
+                same(a, b, random_path_query(rng))
+    extra = write_nt(path / "extra.nt", random_triples(random.Random(99), 50))
+    a.load(path=extra, format=ox.RdfFormat.N_TRIPLES)
+    b.load(path=extra, format=sg.RdfFormat.N_TRIPLES)
+    assert all_quads(a) == all_quads(b)
+    expected = all_quads(a)
+    del b
+    gc.collect()
+    b = sg.Store(str(path / "sg"))
+    assert all_quads(b) == expected
+    for _ in range(30):
+        same(a, b, random_bgp(rng))
+        same(a, b, random_path_query(rng))
+    same(a, b, "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g")
+
+
+def test_results_serialize(pair):
+    a, b, _ = pair
+    import csv
+    import io
+    import json
+
+    q = f"SELECT ?s ?o WHERE {{ ?s <{EX}p1> ?o }}"
+    j = json.loads(b.query(q).serialize(format=sg.QueryResultsFormat.JSON))
+    assert j["head"]["vars"] == ["s", "o"]
+    assert len(j["results"]["bindings"]) == sum(rows(a, q).values())
+    text = b.query(q).serialize(format=sg.QueryResultsFormat.CSV).decode()
+    assert len(list(csv.reader(io.StringIO(text)))) == 1 + sum(rows(a, q).values())
+    assert b"<boolean>true</boolean>" in b.query(f"ASK {{ ?s <{EX}p1> ?o }}").serialize(format=sg.QueryResultsFormat.XML)
+    nt = b.query(f"CONSTRUCT {{ ?s <{EX}q> ?o }} WHERE {{ ?s <{EX}p1> ?o }}").serialize(format=sg.RdfFormat.N_TRIPLES)
+    assert nt.decode().count(f"<{EX}q>") == sum(rows(a, q).values())
+
+
+def test_bad_data_syntax_changes_nothing(pair, tmp_path):
+    _, b, path = pair
+    before_len, before = len(b), files_digest(path / "sg")
+    bad = path / "bad.nt"
+    bad.write_text(f"<{EX}x> <{EX}p0> <{EX}y> .\n<{EX}x> <{EX}p0> <{EX}y> .\n<{EX}x> <{EX}p0> oops .\n")
+    with pytest.raises(SyntaxError) as ei:
+        b.load(path=str(bad), format=sg.RdfFormat.N_TRIPLES)
+    assert isinstance(ei.value, sg.SolidGraphError)
+    assert ei.value.lineno == 3 and ei.value.offset is not None
+    assert "3" in str(ei.value)
+    assert len(b) == before_len and files_digest(path / "sg") == before
+    # A bulk load into a new store leaves no store behind.
+    with pytest.raises(SyntaxError):
+        sg.Store(str(tmp_path / "fresh")).bulk_load(path=str(bad), format=sg.RdfFormat.N_TRIPLES)
+
+
+def test_bad_queries_and_updates_change_nothing(pair):
+    _, b, path = pair
+    before_len, before = len(b), files_digest(path / "sg")
+    for q in ["SELECT * WHERE { ?s foo:bar ?o }", "SELECT * WHERE { ?s ?p }", "ASK { <a> "]:
+        with pytest.raises(SyntaxError):
+            b.query(q)
+    for u in ["INSERT DATA { foo:x foo:y foo:z }", f"INSERT DATA {{ <{EX}a> <{EX}b> }}",
+              f"INSERT DATA {{ <{EX}a> <{EX}b> <{EX}c> }} ; DELETE WHERE {{ ?x unknown:p ?y }}"]:
+        with pytest.raises(SyntaxError):
+            b.update(u)
+    assert len(b) == before_len and files_digest(path / "sg") == before
+    with pytest.raises(ValueError):
+        sg.NamedNode("not an iri")
