@@ -1,0 +1,128 @@
+//! `spareval::QueryableDataset` over a snapshot: internal terms are our u64
+//! term ids, so joins compare integers and only results are decoded. Terms
+//! not in the dictionary (query constants, BIND results) get ids in a
+//! per-query side table, with the top bit set so they never equal a
+//! dictionary id (and match no stored quad).
+
+use std::cell::RefCell;
+use std::sync::{Arc, RwLock};
+
+use oxrdf::Term;
+use rustc_hash::FxHashMap;
+use spareval::{InternalQuad, QueryableDataset};
+
+use crate::dict::Dict;
+use crate::error::{RdfError, Result};
+use crate::state::{GraphSel, Snapshot};
+use crate::term;
+
+/// Side-table ids have this bit set.
+pub const SIDE: u64 = 1 << 63;
+
+pub struct QueryData {
+    pub snap: Snapshot,
+    pub dict: Arc<RwLock<Dict>>,
+    side: RefCell<SideTable>,
+}
+
+#[derive(Default)]
+struct SideTable {
+    terms: Vec<Term>,
+    ids: FxHashMap<Vec<u8>, u64>,
+}
+
+impl QueryData {
+    pub fn new(snap: Snapshot, dict: Arc<RwLock<Dict>>) -> QueryData {
+        QueryData { snap, dict, side: RefCell::default() }
+    }
+
+    /// Decodes the dictionary ids `ids` in one call (side ids too).
+    pub fn terms(&self, ids: &[u64]) -> Result<Vec<Term>> {
+        let d = solidgraph_store_read(&self.dict);
+        ids.iter().map(|&id| self.term_locked(&d, id)).collect()
+    }
+
+    fn term_locked(&self, d: &Dict, id: u64) -> Result<Term> {
+        if id & SIDE != 0 {
+            let side = self.side.borrow();
+            return side.terms.get((id & !SIDE) as usize).cloned().ok_or_else(|| RdfError::Evaluation(format!("unknown side term {id}")));
+        }
+        let b = d.bytes(id).ok_or_else(|| RdfError::Evaluation(format!("no term with id {id} in the dictionary")))?;
+        term::decode(b).map_err(|e| RdfError::Evaluation(format!("term {id}: {e}")))
+    }
+
+    /// The id of `t`: its dictionary id, else a side id.
+    pub fn id(&self, t: &Term) -> u64 {
+        let b = term::to_bytes(t);
+        if let Some(id) = solidgraph_store_read(&self.dict).get(&b) {
+            return id;
+        }
+        let mut side = self.side.borrow_mut();
+        if let Some(&id) = side.ids.get(&b) {
+            return id;
+        }
+        let id = SIDE | side.terms.len() as u64;
+        side.terms.push(t.clone());
+        side.ids.insert(b, id);
+        id
+    }
+}
+
+/// A read lock on the dictionary; a poisoned lock (a panic while adding
+/// terms) is a bug, so it panics with a message as the rest of the code base does.
+pub fn solidgraph_store_read(d: &RwLock<Dict>) -> std::sync::RwLockReadGuard<'_, Dict> {
+    d.read().expect("dictionary lock poisoned by an earlier panic; reopen the store")
+}
+
+impl QueryableDataset<'static> for QueryData {
+    type InternalTerm = u64;
+    type Error = RdfError;
+
+    fn internal_quads_for_pattern(
+        &self,
+        subject: Option<&u64>,
+        predicate: Option<&u64>,
+        object: Option<&u64>,
+        graph_name: Option<Option<&u64>>,
+    ) -> impl Iterator<Item = Result<InternalQuad<u64>>> + use<> {
+        let sel = match graph_name {
+            None => GraphSel::AnyNamed,
+            Some(None) => GraphSel::Default,
+            Some(Some(&g)) => GraphSel::Named(g),
+        };
+        let side = [subject, predicate, object, graph_name.flatten()].into_iter().flatten().any(|&x| x & SIDE != 0);
+        let found = if side { Ok(Vec::new()) } else { self.snap.find(subject.copied(), predicate.copied(), object.copied(), sel) };
+        let (ok, err) = match found {
+            Ok(v) => (v, None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        err.map(Err)
+            .into_iter()
+            .chain(ok.into_iter().map(|[s, p, o, g]| Ok(InternalQuad { subject: s, predicate: p, object: o, graph_name: (g != 0).then_some(g) })))
+    }
+
+    fn internal_named_graphs(&self) -> impl Iterator<Item = Result<u64>> + use<> {
+        let r = self.snap.graphs();
+        let (ok, err) = match r {
+            Ok(v) => (v, None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        err.map(Err).into_iter().chain(ok.into_iter().map(Ok))
+    }
+
+    fn contains_internal_graph_name(&self, g: &u64) -> Result<bool> {
+        if g & SIDE != 0 {
+            return Ok(false);
+        }
+        Ok(!self.snap.find(None, None, None, GraphSel::Named(*g))?.is_empty())
+    }
+
+    fn internalize_term(&self, term: Term) -> Result<u64> {
+        Ok(self.id(&term))
+    }
+
+    fn externalize_term(&self, id: u64) -> Result<Term> {
+        let d = solidgraph_store_read(&self.dict);
+        self.term_locked(&d, id)
+    }
+}

@@ -1,0 +1,208 @@
+//! Reading RDF files (oxrdfio: N-Triples, N-Quads, Turtle, TriG, RDF/XML)
+//! and the bulk load: terms into a new dictionary, quads as labelled edges
+//! into the page store's external-memory import (sorted runs within the
+//! memory budget), all built in `<store>.partial-<pid>` and renamed into
+//! place, so a failed load leaves nothing.
+
+use std::io::{BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use oxrdf::{GraphName, Quad, Term};
+use oxrdfio::{RdfFormat, RdfParseError, RdfParser};
+use rustc_hash::FxHashMap;
+use solidgraph_store::{EdgeInput, ImportOptions};
+
+use crate::dict::{Dict, MAX_TERM};
+use crate::error::{RdfError, Result, io_err};
+use crate::meta::{MAX_PAIRS, Meta, sync_dir};
+use crate::results::rdf_format;
+use crate::{LoadOptions, LoadReport, term};
+
+/// The format of `file`: the option, else its extension.
+fn format_of(file: &Path, o: &LoadOptions) -> Result<RdfFormat> {
+    if let Some(f) = o.format {
+        return Ok(f);
+    }
+    let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
+    match ext {
+        "owl" | "xml" => Ok(RdfFormat::RdfXml),
+        e => rdf_format(e)
+            .map_err(|_| RdfError::Invalid(format!("{}: cannot tell the RDF format from the extension; give one (nt, nq, ttl, trig, rdf)", file.display()))),
+    }
+}
+
+/// Reads every quad of `files`, in order, into `f`; returns (quads, skipped).
+pub fn read_files(files: &[PathBuf], o: &LoadOptions, mut f: impl FnMut(Quad) -> Result<()>) -> Result<(u64, u64)> {
+    let (mut quads, mut skipped) = (0u64, 0u64);
+    for file in files {
+        let format = format_of(file, o)?;
+        let base = match &o.base_iri {
+            Some(b) => b.clone(),
+            None => {
+                let abs = std::path::absolute(file).map_err(io_err(file))?;
+                format!("file://{}", abs.display())
+            }
+        };
+        let mut p = RdfParser::from_format(format).rename_blank_nodes();
+        p = p.with_base_iri(base.as_str()).map_err(|e| RdfError::Invalid(format!("bad base IRI {base:?}: {e}")))?;
+        if let Some(g) = &o.to_graph {
+            p = p.with_default_graph(GraphName::from(g.clone()));
+        }
+        let reader = BufReader::with_capacity(1 << 20, std::fs::File::open(file).map_err(io_err(file))?);
+        // One bad statement may raise several errors; count lines, not errors.
+        let mut last_bad_line = 0;
+        for q in p.for_reader(reader) {
+            match q {
+                Ok(q) => {
+                    quads += 1;
+                    f(q)?;
+                }
+                Err(RdfParseError::Syntax(e)) => {
+                    let (line, column) = e.location().map_or((0, 0), |l| (l.start.line + 1, l.start.column + 1));
+                    if o.lenient {
+                        if line != last_bad_line {
+                            skipped += 1;
+                            last_bad_line = line;
+                        }
+                        continue;
+                    }
+                    return Err(RdfError::Syntax { file: file.display().to_string(), line, column, message: e.to_string() });
+                }
+                Err(RdfParseError::Io(e)) => return Err(io_err(file)(e)),
+            }
+        }
+    }
+    Ok((quads, skipped))
+}
+
+/// The four term bytes of `q` (graph: empty for the default graph).
+pub fn quad_bytes(q: &Quad) -> Result<[Vec<u8>; 4]> {
+    let g = match &q.graph_name {
+        GraphName::DefaultGraph => Vec::new(),
+        GraphName::NamedNode(n) => term::to_bytes(&Term::from(n.clone())),
+        GraphName::BlankNode(b) => term::to_bytes(&Term::from(b.clone())),
+    };
+    let out = [term::to_bytes(&Term::from(q.subject.clone())), term::to_bytes(&Term::from(q.predicate.clone())), term::to_bytes(&q.object), g];
+    if let Some(t) = out.iter().find(|t| t.len() > MAX_TERM) {
+        return Err(RdfError::Invalid(format!("a term of {} bytes exceeds the limit of {MAX_TERM}", t.len())));
+    }
+    Ok(out)
+}
+
+/// Writes a store generation into `dir`: `dict.<gen>` and, when there are
+/// quads, `quads.<gen>/` from the edges file, then `rdf.meta` (the commit).
+/// `quads`: distinct (s, p, o, g) id quads, in any order, via `each`.
+pub fn write_generation(
+    dir: &Path,
+    generation: u64,
+    dict: &Dict,
+    memory_budget: u64,
+    each: &mut dyn FnMut(&mut dyn FnMut([u64; 4]) -> Result<()>) -> Result<()>,
+) -> Result<Meta> {
+    let edges_path = dir.join(format!("edges.{generation}.tmp"));
+    let mut pairs: FxHashMap<(u64, u64), u32> = FxHashMap::default();
+    let mut pair_list: Vec<(u64, u64)> = Vec::new();
+    let mut n = 0u64;
+    {
+        let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(&edges_path).map_err(io_err(&edges_path))?);
+        let mut write_err: Option<std::io::Error> = None;
+        each(&mut |[s, p, o, g]| {
+            let l = match pairs.get(&(g, p)) {
+                Some(&l) => l,
+                None => {
+                    if pair_list.len() >= MAX_PAIRS {
+                        return Err(RdfError::Invalid(format!("more than {MAX_PAIRS} distinct (graph, predicate) pairs")));
+                    }
+                    let l = pair_list.len() as u32;
+                    pairs.insert((g, p), l);
+                    pair_list.push((g, p));
+                    l
+                }
+            };
+            n += 1;
+            if let Err(e) = writeln!(w, "{s} {o} 0 {l}") {
+                write_err.get_or_insert(e);
+            }
+            Ok(())
+        })?;
+        if let Some(e) = write_err {
+            return Err(io_err(&edges_path)(e));
+        }
+        w.flush().map_err(io_err(&edges_path))?;
+    }
+    let meta = Meta { generation, terms: dict.len(), quads: n, pairs: pair_list };
+    dict.write(&meta.dict_path(dir))?;
+    if n > 0 {
+        // Left by a compaction that failed before its commit.
+        let _ = std::fs::remove_dir_all(meta.quads_path(dir));
+        let o = ImportOptions { labels: true, in_edges: true, num_nodes: Some(dict.len() + 1), memory_budget, ..ImportOptions::default() };
+        let input = [EdgeInput::File(edges_path.clone())];
+        solidgraph_store::import(&meta.quads_path(dir), &input, &[], &o, &|_, _, _| {})?;
+    }
+    std::fs::remove_file(&edges_path).map_err(io_err(&edges_path))?;
+    meta.write(dir)?;
+    Ok(meta)
+}
+
+/// Builds a new store at `path` from `files`.
+pub fn bulk_load(path: &Path, files: &[PathBuf], o: &LoadOptions) -> Result<LoadReport> {
+    let start = Instant::now();
+    if path.exists() {
+        return Err(RdfError::Invalid(format!("{} already exists; bulk_load builds a new store (load adds to an open one)", path.display())));
+    }
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(format!(".partial-{}", std::process::id()));
+    let partial = PathBuf::from(partial);
+    std::fs::create_dir_all(&partial).map_err(io_err(&partial))?;
+    let res = build(&partial, files, o);
+    match res {
+        Ok(mut report) => {
+            std::fs::rename(&partial, path).map_err(io_err(path))?;
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                sync_dir(parent)?;
+            }
+            report.seconds = start.elapsed().as_secs_f64();
+            Ok(report)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&partial);
+            Err(e)
+        }
+    }
+}
+
+fn build(dir: &Path, files: &[PathBuf], o: &LoadOptions) -> Result<LoadReport> {
+    let mut dict = Dict::default();
+    // Quads as ids in a temporary file, then sorted and de-duplicated in memory
+    // (32 bytes a quad); the page-store import sorts the edges externally.
+    let ids_path = dir.join("quads.ids.tmp");
+    let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(&ids_path).map_err(io_err(&ids_path))?);
+    let (quads, skipped) = read_files(files, o, |q| {
+        let b = quad_bytes(&q)?;
+        let g = if b[3].is_empty() { 0 } else { dict.intern(&b[3]) };
+        let ids = [dict.intern(&b[0]), dict.intern(&b[1]), dict.intern(&b[2]), g];
+        for x in ids {
+            w.write_all(&x.to_le_bytes()).map_err(io_err(&ids_path))?;
+        }
+        Ok(())
+    })?;
+    w.flush().map_err(io_err(&ids_path))?;
+    drop(w);
+    let mut all = read_ids(&ids_path)?;
+    std::fs::remove_file(&ids_path).map_err(io_err(&ids_path))?;
+    all.sort_unstable();
+    all.dedup();
+    write_generation(dir, 1, &dict, o.memory_budget, &mut |f| {
+        for &q in &all {
+            f(q)?;
+        }
+        Ok(())
+    })?;
+    Ok(LoadReport { quads, skipped, terms: dict.len(), seconds: 0.0 })
+}
+
+fn read_ids(path: &Path) -> Result<Vec<[u64; 4]>> {
+    let b = std::fs::read(path).map_err(io_err(path))?;
+    Ok(b.chunks_exact(32).map(|c| std::array::from_fn(|i| u64::from_le_bytes(c[i * 8..i * 8 + 8].try_into().expect("8")))).collect())
+}

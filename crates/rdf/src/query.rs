@@ -1,0 +1,103 @@
+//! SPARQL queries: parsed by spargebra, run by spareval over a
+//! [`QueryData`], rows mapped to the public [`QueryOutput`] with the
+//! timeout and result limit applied.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use spareval::{CancellationToken, QueryEvaluationError, QueryEvaluator, QueryResults};
+use spargebra::SparqlParser;
+
+use crate::dataset::QueryData;
+use crate::error::{RdfError, Result};
+use crate::{QueryOptions, QueryOutput};
+
+/// Parses `sparql` as a query, with `base` for relative IRIs.
+pub fn parse(sparql: &str, base: Option<&str>) -> Result<spargebra::Query> {
+    let mut p = SparqlParser::new();
+    if let Some(b) = base {
+        p = p.with_base_iri(b).map_err(|e| RdfError::Invalid(format!("bad base IRI {b:?}: {e}")))?;
+    }
+    p.parse_query(sparql).map_err(|e| RdfError::QuerySyntax(e.to_string()))
+}
+
+/// Cancels a token when a deadline passes, unless dropped first.
+pub struct Deadline {
+    _stop: Option<mpsc::Sender<()>>,
+    pub limit: Option<Duration>,
+}
+
+impl Deadline {
+    pub fn start(timeout: Option<Duration>, token: &CancellationToken) -> Deadline {
+        let stop = timeout.map(|t| {
+            let (tx, rx) = mpsc::channel::<()>();
+            let token = token.clone();
+            std::thread::spawn(move || {
+                // Disconnected (the query ended) or a timeout: only a timeout cancels.
+                if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(t) {
+                    token.cancel();
+                }
+            });
+            tx
+        });
+        Deadline { _stop: stop, limit: timeout }
+    }
+
+    pub fn error(&self, e: QueryEvaluationError) -> RdfError {
+        eval_error(e, self.limit)
+    }
+}
+
+pub fn eval_error(e: QueryEvaluationError, limit: Option<Duration>) -> RdfError {
+    match e {
+        QueryEvaluationError::Cancelled => RdfError::Timeout(limit.unwrap_or_default()),
+        QueryEvaluationError::Dataset(d) => match d.downcast::<RdfError>() {
+            Ok(r) => *r,
+            Err(d) => RdfError::Evaluation(d.to_string()),
+        },
+        QueryEvaluationError::Service(s) => RdfError::Unsupported(format!("SERVICE: {s}")),
+        QueryEvaluationError::UnsupportedService(s) => RdfError::Unsupported(format!("SERVICE {s}: federation is not supported")),
+        e => RdfError::Evaluation(e.to_string()),
+    }
+}
+
+/// Runs `query` on `data`.
+pub fn run(query: &spargebra::Query, data: QueryData, o: &QueryOptions) -> Result<QueryOutput> {
+    let token = CancellationToken::new();
+    let deadline = Deadline::start(o.timeout, &token);
+    let evaluator = QueryEvaluator::new().with_cancellation_token(token);
+    let mut prepared = evaluator.prepare(query);
+    if o.default_graph_as_union && query.dataset().is_none() {
+        prepared.dataset_mut().set_default_graph_as_union();
+    }
+    let results = prepared.execute(data).map_err(|e| deadline.error(e))?;
+    let limit = o.result_limit.unwrap_or(u64::MAX);
+    Ok(match results {
+        QueryResults::Boolean(b) => QueryOutput::Boolean(b),
+        QueryResults::Solutions(iter) => {
+            let variables = iter.variables().to_vec();
+            let mut n = 0u64;
+            let rows = iter.map(move |r| {
+                let sol = r.map_err(|e| deadline.error(e))?;
+                n += 1;
+                if n > limit {
+                    return Err(RdfError::ResultLimit(limit));
+                }
+                Ok(sol.values().to_vec())
+            });
+            QueryOutput::Solutions { variables, rows: Box::new(rows) }
+        }
+        QueryResults::Graph(iter) => {
+            let mut n = 0u64;
+            let rows = iter.map(move |r| {
+                let t = r.map_err(|e| deadline.error(e))?;
+                n += 1;
+                if n > limit {
+                    return Err(RdfError::ResultLimit(limit));
+                }
+                Ok(t)
+            });
+            QueryOutput::Triples(Box::new(rows))
+        }
+    })
+}

@@ -1,0 +1,340 @@
+//! `RdfStore`: open, query, update, load, compact. A store is a directory:
+//! `rdf.meta` (names the generation), `dict.<gen>`, `quads.<gen>/` (a page
+//! store), `rdf.wal` (updates since), `writer.lock`.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use oxrdf::{GraphName, NamedOrBlankNode, Quad, Term};
+
+use crate::dataset::{QueryData, solidgraph_store_read};
+use crate::dict::Dict;
+use crate::error::{RdfError, Result, io_err};
+use crate::meta::{self, Meta};
+use crate::state::{Base, Delta, GraphSel, Snapshot};
+use crate::wal::{Change, Wal};
+use crate::{LoadOptions, LoadReport, OpenOptions, QueryOptions, QueryOutput, StoreInfo, UpdateReport, load, query, term, update};
+
+/// An RDF store. Cheap to clone (shared state); queries run on snapshots,
+/// concurrently with one writer.
+#[derive(Clone)]
+pub struct RdfStore {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub dir: PathBuf,
+    pub opts: OpenOptions,
+    pub dict: Arc<RwLock<Dict>>,
+    pub snap: RwLock<Snapshot>,
+    pub meta: RwLock<Meta>,
+    /// The update log; `None` when read-only. Its lock is the writer's lock.
+    pub wal: Mutex<Option<Wal>>,
+    _lock: Option<File>,
+}
+
+fn poisoned<T>(_: T) -> RdfError {
+    RdfError::Invalid("store lock poisoned by an earlier panic; reopen the store".into())
+}
+
+fn open_base(dir: &Path, meta: &Meta, o: &OpenOptions) -> Result<Base> {
+    if meta.quads == 0 {
+        return Ok(Base { pairs: meta.pairs.clone(), ..Base::empty() });
+    }
+    let so = solidgraph_store::OpenOptions { cache_bytes: o.cache_bytes, writable: false, ..Default::default() };
+    let store = solidgraph_store::Store::open(&meta.quads_path(dir), &so)?;
+    let nodes = store.num_nodes();
+    Ok(Base { store: Some(store), pairs: meta.pairs.clone(), nodes, quads: meta.quads })
+}
+
+impl RdfStore {
+    /// Builds a new store at `path` from RDF files (see [`LoadOptions`]).
+    /// `path` must not exist; on failure nothing is left there.
+    pub fn bulk_load(path: &Path, files: &[PathBuf], o: &LoadOptions) -> Result<LoadReport> {
+        load::bulk_load(path, files, o)
+    }
+
+    /// Creates an empty store at `path` (which must not exist).
+    pub fn create(path: &Path) -> Result<()> {
+        load::bulk_load(path, &[], &LoadOptions::default()).map(|_| ())
+    }
+
+    /// Opens the store at `path`; with `create`, an empty one is made first if
+    /// nothing is there.
+    pub fn open(path: &Path, o: &OpenOptions) -> Result<RdfStore> {
+        if !path.join(meta::FILE).exists() {
+            if !path.exists() && o.create {
+                RdfStore::create(path)?;
+            } else if !path.exists() {
+                return Err(io_err(path)(std::io::Error::new(std::io::ErrorKind::NotFound, "no such store")));
+            } else {
+                return Err(RdfError::NotRdf(path.to_path_buf()));
+            }
+        }
+        let lock = if o.writable {
+            let lp = path.join("writer.lock");
+            let f = File::create(&lp).map_err(io_err(&lp))?;
+            f.try_lock().map_err(|_| RdfError::Invalid(format!("{}: another writer has the store open", path.display())))?;
+            Some(f)
+        } else {
+            None
+        };
+        let meta = Meta::read(path)?;
+        let dict = Dict::read(&meta.dict_path(path))?;
+        if dict.len() != meta.terms {
+            return Err(crate::error::corrupt(meta.dict_path(path), format!("{} terms, rdf.meta says {}", dict.len(), meta.terms)));
+        }
+        let base = Arc::new(open_base(path, &meta, o)?);
+        let (wal, records) = Wal::open(path, o.writable)?;
+        let dict = Arc::new(RwLock::new(dict));
+        let mut delta = Delta::default();
+        let snap = Snapshot { base: base.clone(), delta: Arc::new(Delta::default()) };
+        {
+            let mut d = dict.write().map_err(poisoned)?;
+            for rec in records {
+                for (ins, terms) in rec {
+                    let g = if terms[3].is_empty() { 0 } else { d.intern(&terms[3]) };
+                    let q = [d.intern(&terms[0]), d.intern(&terms[1]), d.intern(&terms[2]), g];
+                    snap.apply(&mut delta, ins, q)?;
+                }
+            }
+        }
+        let snap = Snapshot { base, delta: Arc::new(delta) };
+        let inner =
+            Inner { dir: path.to_path_buf(), opts: o.clone(), dict, snap: RwLock::new(snap), meta: RwLock::new(meta), wal: Mutex::new(wal), _lock: lock };
+        Ok(RdfStore { inner: Arc::new(inner) })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    pub(crate) fn snapshot(&self) -> Result<Snapshot> {
+        Ok(self.inner.snap.read().map_err(poisoned)?.clone())
+    }
+
+    /// Runs a SPARQL query on a snapshot of the store.
+    pub fn query(&self, sparql: &str, o: &QueryOptions) -> Result<QueryOutput> {
+        let q = query::parse(sparql, o.base_iri.as_deref())?;
+        query::run(&q, QueryData::new(self.snapshot()?, self.inner.dict.clone()), o)
+    }
+
+    /// Runs a SPARQL update; durable when it returns. A failing update changes nothing.
+    pub fn update(&self, sparql: &str, o: &QueryOptions) -> Result<UpdateReport> {
+        let u = update::parse(sparql, o.base_iri.as_deref())?;
+        self.write(|store, snap, delta, changes| update::run(store, &u, snap, delta, changes, o))
+    }
+
+    /// Adds the quads of `files` as one durable update.
+    pub fn load(&self, files: &[PathBuf], o: &LoadOptions) -> Result<LoadReport> {
+        let start = std::time::Instant::now();
+        let mut quads = Vec::new();
+        let (n, skipped) = load::read_files(files, o, |q| {
+            quads.push(q);
+            Ok(())
+        })?;
+        self.insert(&quads)?;
+        let terms = solidgraph_store_read(&self.inner.dict).len();
+        Ok(LoadReport { quads: n, skipped, terms, seconds: start.elapsed().as_secs_f64() })
+    }
+
+    /// Adds quads, durably.
+    pub fn insert(&self, quads: &[Quad]) -> Result<UpdateReport> {
+        self.write(|store, snap, delta, changes| {
+            let mut r = UpdateReport::default();
+            for q in quads {
+                if store.change(snap, delta, changes, true, q)? {
+                    r.inserted += 1;
+                }
+            }
+            Ok(r)
+        })
+    }
+
+    /// Removes quads, durably.
+    pub fn remove(&self, quads: &[Quad]) -> Result<UpdateReport> {
+        self.write(|store, snap, delta, changes| {
+            let mut r = UpdateReport::default();
+            for q in quads {
+                if store.change(snap, delta, changes, false, q)? {
+                    r.deleted += 1;
+                }
+            }
+            Ok(r)
+        })
+    }
+
+    /// Runs `f` as one update: it records changes against a working delta;
+    /// they are logged (synced) and then published; on error nothing is.
+    fn write(&self, f: impl FnOnce(&RdfStore, &Snapshot, &mut Delta, &mut Vec<Change>) -> Result<UpdateReport>) -> Result<UpdateReport> {
+        let mut wal = self.inner.wal.lock().map_err(poisoned)?;
+        let Some(wal) = wal.as_mut() else { return Err(RdfError::ReadOnly) };
+        let snap = self.snapshot()?;
+        let mut delta = (*snap.delta).clone();
+        let mut changes = Vec::new();
+        let report = f(self, &snap, &mut delta, &mut changes)?;
+        if !changes.is_empty() {
+            wal.append(&changes)?;
+        }
+        *self.inner.snap.write().map_err(poisoned)? = Snapshot { base: snap.base.clone(), delta: Arc::new(delta) };
+        Ok(report)
+    }
+
+    /// Applies one insert or delete of `q` to `delta`, logging it if it changes the store.
+    pub(crate) fn change(&self, snap: &Snapshot, delta: &mut Delta, changes: &mut Vec<Change>, insert: bool, q: &Quad) -> Result<bool> {
+        let bytes = load::quad_bytes(q)?;
+        let ids = {
+            let mut d = self.inner.dict.write().map_err(poisoned)?;
+            if insert {
+                let g = if bytes[3].is_empty() { 0 } else { d.intern(&bytes[3]) };
+                Some([d.intern(&bytes[0]), d.intern(&bytes[1]), d.intern(&bytes[2]), g])
+            } else {
+                let g = if bytes[3].is_empty() { Some(0) } else { d.get(&bytes[3]) };
+                match (d.get(&bytes[0]), d.get(&bytes[1]), d.get(&bytes[2]), g) {
+                    (Some(s), Some(p), Some(o), Some(g)) => Some([s, p, o, g]),
+                    _ => None,
+                }
+            }
+        };
+        let Some(ids) = ids else { return Ok(false) };
+        let changed = snap.apply(delta, insert, ids)?;
+        if changed {
+            changes.push((insert, bytes));
+        }
+        Ok(changed)
+    }
+
+    /// Quads matching a pattern (`None`: any; graph `None`: every graph, the default one included).
+    pub fn quads_for_pattern(&self, s: Option<&Term>, p: Option<&Term>, o: Option<&Term>, g: Option<&GraphName>) -> Result<Vec<Quad>> {
+        let snap = self.snapshot()?;
+        let lookup = |t: Option<&Term>| -> Option<Option<u64>> {
+            let t = t?;
+            Some(solidgraph_store_read(&self.inner.dict).get(&term::to_bytes(t)))
+        };
+        let (s, p, o) = (lookup(s), lookup(p), lookup(o));
+        let sel = match g {
+            None => GraphSel::All,
+            Some(GraphName::DefaultGraph) => GraphSel::Default,
+            Some(GraphName::NamedNode(n)) => match lookup(Some(&Term::from(n.clone()))).flatten() {
+                Some(id) => GraphSel::Named(id),
+                None => return Ok(Vec::new()),
+            },
+            Some(GraphName::BlankNode(b)) => match lookup(Some(&Term::from(b.clone()))).flatten() {
+                Some(id) => GraphSel::Named(id),
+                None => return Ok(Vec::new()),
+            },
+        };
+        if [s, p, o].iter().any(|x| matches!(x, Some(None))) {
+            return Ok(Vec::new());
+        }
+        let found = snap.find(s.flatten(), p.flatten(), o.flatten(), sel)?;
+        self.decode_quads(found)
+    }
+
+    /// What the store holds.
+    pub fn info(&self) -> Result<StoreInfo> {
+        let snap = self.snapshot()?;
+        let bytes = dir_bytes(&self.inner.dir);
+        Ok(StoreInfo {
+            path: self.inner.dir.clone(),
+            quads: snap.len(),
+            terms: solidgraph_store_read(&self.inner.dict).len(),
+            pending: snap.delta.changes(),
+            bytes,
+        })
+    }
+
+    /// Folds pending updates into a new generation of pages and empties the log.
+    pub fn compact(&self) -> Result<()> {
+        let mut wal = self.inner.wal.lock().map_err(poisoned)?;
+        let Some(wal) = wal.as_mut() else { return Err(RdfError::ReadOnly) };
+        let snap = self.snapshot()?;
+        if snap.delta.changes() == 0 {
+            return Ok(());
+        }
+        let dict = solidgraph_store_read(&self.inner.dict).clone();
+        let old = self.inner.meta.read().map_err(poisoned)?.clone();
+        let dir = &self.inner.dir;
+        let meta = load::write_generation(dir, old.generation + 1, &dict, 1 << 30, &mut |f| {
+            for q in snap.find(None, None, None, GraphSel::All)? {
+                f(q)?;
+            }
+            Ok(())
+        })?;
+        wal.reset()?;
+        let base = Arc::new(open_base(dir, &meta, &self.inner.opts)?);
+        *self.inner.snap.write().map_err(poisoned)? = Snapshot { base, delta: Arc::new(Delta::default()) };
+        *self.inner.meta.write().map_err(poisoned)? = meta;
+        // Readers holding the old base keep their open files; removing the names is safe.
+        let _ = std::fs::remove_file(old.dict_path(dir));
+        let _ = std::fs::remove_dir_all(old.quads_path(dir));
+        Ok(())
+    }
+}
+
+fn dir_bytes(p: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(p) else { return 0 };
+    rd.flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+impl RdfStore {
+    /// Quads of `view` in graph `g` (every graph if `None`).
+    pub(crate) fn quads_in(&self, view: &Snapshot, g: Option<&GraphName>) -> Result<Vec<Quad>> {
+        let sel = match g {
+            None => GraphSel::All,
+            Some(GraphName::DefaultGraph) => GraphSel::Default,
+            Some(GraphName::NamedNode(n)) => match solidgraph_store_read(&self.inner.dict).get(&term::to_bytes(&Term::from(n.clone()))) {
+                Some(id) => GraphSel::Named(id),
+                None => return Ok(Vec::new()),
+            },
+            Some(GraphName::BlankNode(b)) => match solidgraph_store_read(&self.inner.dict).get(&term::to_bytes(&Term::from(b.clone()))) {
+                Some(id) => GraphSel::Named(id),
+                None => return Ok(Vec::new()),
+            },
+        };
+        self.quads_sel(view, sel)
+    }
+
+    pub(crate) fn quads_sel(&self, view: &Snapshot, sel: GraphSel) -> Result<Vec<Quad>> {
+        let found = view.find(None, None, None, sel)?;
+        self.decode_quads(found)
+    }
+}
+
+impl RdfStore {
+    /// Decodes id quads, every distinct term once, in one dictionary call.
+    pub(crate) fn decode_quads(&self, found: Vec<crate::state::Ids>) -> Result<Vec<Quad>> {
+        let data = QueryData::new(self.snapshot()?, self.inner.dict.clone());
+        let mut ids: Vec<u64> = found.iter().flat_map(|q| q.iter().copied()).filter(|&x| x != 0).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let terms = data.terms(&ids)?;
+        let term = |id: u64| terms[ids.binary_search(&id).expect("decoded above")].clone();
+        found
+            .into_iter()
+            .map(|[s, p, o, g]| {
+                let subject = NamedOrBlankNode::try_from(term(s)).map_err(|_| RdfError::Evaluation(format!("term {s} is a literal in subject position")))?;
+                let predicate = match term(p) {
+                    Term::NamedNode(n) => n,
+                    _ => return Err(RdfError::Evaluation(format!("term {p} is not an IRI in predicate position"))),
+                };
+                let graph_name = match g {
+                    0 => GraphName::DefaultGraph,
+                    g => match term(g) {
+                        Term::NamedNode(n) => GraphName::NamedNode(n),
+                        Term::BlankNode(b) => GraphName::BlankNode(b),
+                        _ => return Err(RdfError::Evaluation(format!("term {g} is a literal graph name"))),
+                    },
+                };
+                Ok(Quad { subject, predicate, object: term(o), graph_name })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,68 @@
+//! End to end on a small store: bulk load, query, update, reopen, compact.
+
+use std::path::PathBuf;
+
+use solidgraph_rdf::{LoadOptions, OpenOptions, QueryOptions, QueryOutput, RdfError, RdfStore};
+
+fn write(dir: &std::path::Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn select(store: &RdfStore, q: &str) -> Vec<Vec<String>> {
+    let QueryOutput::Solutions { rows, .. } = store.query(q, &QueryOptions::default()).unwrap() else { panic!("not a SELECT") };
+    let mut v: Vec<Vec<String>> = rows.map(|r| r.unwrap().into_iter().map(|t| t.map_or("-".into(), |t| t.to_string())).collect()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn load_query_update_reopen_compact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data =
+        write(tmp.path(), "d.ttl", "@prefix ex: <http://ex/> . ex:a ex:knows ex:b , ex:c . ex:b ex:knows ex:c . ex:a ex:name \"A\" . ex:a ex:knows ex:b .");
+    let path = tmp.path().join("s");
+    let r = RdfStore::bulk_load(&path, &[data], &LoadOptions::default()).unwrap();
+    assert_eq!(r.quads, 5);
+    let store = RdfStore::open(&path, &OpenOptions { writable: true, ..Default::default() }).unwrap();
+    assert_eq!(store.info().unwrap().quads, 4);
+    let q = "SELECT ?x ?y WHERE { ?x <http://ex/knows> ?y }";
+    assert_eq!(select(&store, q), vec![vec!["<http://ex/a>", "<http://ex/b>"], vec!["<http://ex/a>", "<http://ex/c>"], vec!["<http://ex/b>", "<http://ex/c>"]]);
+    assert_eq!(select(&store, "SELECT ?y WHERE { <http://ex/a> <http://ex/knows>+ ?y }"), vec![vec!["<http://ex/b>"], vec!["<http://ex/c>"]]);
+    let u = store.update("DELETE DATA { <http://ex/a> <http://ex/knows> <http://ex/b> } ; INSERT DATA { GRAPH <http://ex/g> { <http://ex/c> <http://ex/knows> <http://ex/a> } }", &QueryOptions::default()).unwrap();
+    assert_eq!((u.inserted, u.deleted), (1, 1));
+    let check = |s: &RdfStore| {
+        assert_eq!(select(s, q), vec![vec!["<http://ex/a>", "<http://ex/c>"], vec!["<http://ex/b>", "<http://ex/c>"]]);
+        assert_eq!(select(s, "SELECT ?g ?x WHERE { GRAPH ?g { ?x ?p ?y } }"), vec![vec!["<http://ex/g>", "<http://ex/c>"]]);
+    };
+    check(&store);
+    drop(store);
+    let store = RdfStore::open(&path, &OpenOptions { writable: true, ..Default::default() }).unwrap();
+    check(&store);
+    store.compact().unwrap();
+    assert_eq!(store.info().unwrap().pending, 0);
+    check(&store);
+    drop(store);
+    let store = RdfStore::open(&path, &OpenOptions::default()).unwrap();
+    check(&store);
+    assert!(matches!(store.update("INSERT DATA { <http://ex/a> <http://ex/p> 1 }", &QueryOptions::default()), Err(RdfError::ReadOnly)));
+}
+
+#[test]
+fn bad_syntax_names_file_line_column_and_leaves_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = write(tmp.path(), "bad.nt", "<http://ex/a> <http://ex/p> <http://ex/b> .\n<http://ex/a> <http://ex/p> \"x .\n");
+    let path = tmp.path().join("s");
+    let e = RdfStore::bulk_load(&path, std::slice::from_ref(&data), &LoadOptions::default()).unwrap_err();
+    match &e {
+        RdfError::Syntax { file, line, .. } => {
+            assert!(file.ends_with("bad.nt"));
+            assert_eq!(*line, 2);
+        }
+        e => panic!("{e}"),
+    }
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1, "only the data file is left");
+    let r = RdfStore::bulk_load(&path, &[data], &LoadOptions { lenient: true, ..Default::default() }).unwrap();
+    assert_eq!((r.quads, r.skipped), (1, 1));
+}
