@@ -9,6 +9,7 @@ mod apply;
 mod graph;
 mod infer;
 mod run;
+mod serve;
 pub mod util;
 
 use std::ffi::OsString;
@@ -41,6 +42,8 @@ enum Cmd {
     Run(run::RunArgs),
     /// Runs a GNN model (a directory from solidgraph.infer.export) on nodes next to the store; writes a float32 .npy.
     Infer(infer::InferArgs),
+    /// Serves stores over gRPC (Graph and Updates services, health, reflection) until SIGTERM.
+    Serve(serve::ServeArgs),
 }
 
 /// Runs the `solidgraph` command on `args` (the program name first, as
@@ -71,6 +74,7 @@ where
                 Cmd::Apply(a) => apply::apply_cmd(a),
                 Cmd::Merge(a) => apply::merge_cmd(a),
                 Cmd::Infer(a) => infer::infer_cmd(a),
+                Cmd::Serve(a) => serve::serve_cmd(a),
             };
             match res {
                 Ok(()) => 0,

@@ -1,0 +1,226 @@
+//! Arrays across the wire: request arrays (`proto::Array`, raw
+//! little-endian bytes with a dtype and shape) checked and decoded, and
+//! results packed into `Arrays` messages of chunks that slice the result
+//! buffers without copying them.
+
+use bytes::Bytes;
+use solidgraph_store::Rows;
+use tonic::Status;
+
+use crate::proto::{Array, ArrayChunk, Arrays};
+
+fn need<'a>(a: Option<&'a Array>, what: &str) -> Result<&'a Array, Status> {
+    a.ok_or_else(|| Status::invalid_argument(format!("{what} is missing")))
+}
+
+/// A 1-d array of `dtype` with `size`-byte elements: its element count.
+fn vector(a: &Array, what: &str, dtype: &str, size: usize) -> Result<usize, Status> {
+    if a.dtype != dtype {
+        return Err(Status::invalid_argument(format!("{what} must be {dtype}, not {:?}", a.dtype)));
+    }
+    let [n] = a.shape[..] else {
+        return Err(Status::invalid_argument(format!("{what} must be 1-dimensional, not of shape {:?}", a.shape)));
+    };
+    let n = usize::try_from(n).map_err(|_| Status::invalid_argument(format!("{what}: length {n} is too large")))?;
+    if n.checked_mul(size) != Some(a.data.len()) {
+        return Err(Status::invalid_argument(format!("{what}: {} bytes do not hold {n} {dtype} values", a.data.len())));
+    }
+    Ok(n)
+}
+
+/// Vertex ids (int64, non-negative), at most `limit` of them.
+pub fn ids(a: Option<&Array>, what: &str, limit: usize) -> Result<Vec<u64>, Status> {
+    let a = need(a, what)?;
+    let n = vector(a, what, "int64", 8)?;
+    if n > limit {
+        return Err(Status::resource_exhausted(format!("{what}: {n} ids exceed the server's limit of {limit} per request")));
+    }
+    let mut out = Vec::with_capacity(n);
+    for c in a.data.chunks_exact(8) {
+        let v = i64::from_le_bytes(c.try_into().expect("8 bytes"));
+        let v = u64::try_from(v).map_err(|_| Status::invalid_argument(format!("{what}: {v} is not a vertex id (ids are >= 0)")))?;
+        out.push(v);
+    }
+    Ok(out)
+}
+
+/// `n` float32 values.
+pub fn f32s(a: Option<&Array>, what: &str, n: usize) -> Result<Vec<f32>, Status> {
+    let a = need(a, what)?;
+    let m = vector(a, what, "float32", 4)?;
+    if m != n {
+        return Err(Status::invalid_argument(format!("{what}: {m} values for {n} edges")));
+    }
+    Ok(a.data.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))).collect())
+}
+
+/// `n` uint32 values.
+pub fn u32s(a: Option<&Array>, what: &str, n: usize) -> Result<Vec<u32>, Status> {
+    let a = need(a, what)?;
+    let m = vector(a, what, "uint32", 4)?;
+    if m != n {
+        return Err(Status::invalid_argument(format!("{what}: {m} values for {n} edges")));
+    }
+    Ok(a.data.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect())
+}
+
+/// `n` rows of a tensor of `dtype` (`size`-byte elements) and `dim`: shape
+/// (n, dim), or (n,) when dim is 1. Returns the row bytes.
+pub fn rows(a: Option<&Array>, what: &str, dtype: &str, size: usize, dim: u64, n: u64) -> Result<Bytes, Status> {
+    let a = need(a, what)?;
+    if a.dtype != dtype {
+        return Err(Status::invalid_argument(format!("{what} must be {dtype} (the tensor's dtype), not {:?}", a.dtype)));
+    }
+    let ok = a.shape == [n, dim] || (dim == 1 && a.shape == [n]);
+    if !ok {
+        return Err(Status::invalid_argument(format!("{what} must be of shape ({n}, {dim}), not {:?}", a.shape)));
+    }
+    let bytes = n.checked_mul(dim).and_then(|e| e.checked_mul(size as u64));
+    if bytes != Some(a.data.len() as u64) {
+        return Err(Status::invalid_argument(format!("{what}: {} bytes do not hold {n} x {dim} {dtype} values", a.data.len())));
+    }
+    Ok(a.data.clone())
+}
+
+/// A result: named arrays, sent as `Arrays` messages.
+#[derive(Default)]
+pub struct Out {
+    arrays: Vec<(String, &'static str, Vec<u64>, Bytes)>,
+}
+
+impl Out {
+    pub fn push(&mut self, name: impl Into<String>, dtype: &'static str, shape: Vec<u64>, data: Bytes) {
+        let elems: u64 = shape.iter().product();
+        debug_assert!(data.is_empty() || data.len() as u64 % elems.max(1) == 0);
+        self.arrays.push((name.into(), dtype, shape, data));
+    }
+
+    pub fn int64(&mut self, name: &str, v: &[u64]) {
+        let mut b = Vec::with_capacity(v.len() * 8);
+        for x in v {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        self.push(name, "int64", vec![v.len() as u64], b.into());
+    }
+
+    pub fn int64_2d(&mut self, name: &str, v: &[u64], cols: u64) {
+        self.int64(name, v);
+        let last = self.arrays.last_mut().expect("just pushed");
+        last.2 = vec![v.len() as u64 / cols.max(1), cols];
+    }
+
+    pub fn float32(&mut self, name: &str, v: &[f32]) {
+        let mut b = Vec::with_capacity(v.len() * 4);
+        for x in v {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        self.push(name, "float32", vec![v.len() as u64], b.into());
+    }
+
+    pub fn uint32(&mut self, name: &str, v: &[u32]) {
+        let mut b = Vec::with_capacity(v.len() * 4);
+        for x in v {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        self.push(name, "uint32", vec![v.len() as u64], b.into());
+    }
+
+    /// Tensor rows for `n` vertices: (n, dim), or (n,) when dim is 1.
+    pub fn rows(&mut self, name: &str, r: Rows, n: usize) {
+        let shape = if r.dim == 1 { vec![n as u64] } else { vec![n as u64, r.dim] };
+        self.push(name, r.dtype.name(), shape, Bytes::from(r.data));
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.arrays.iter().map(|a| a.3.len() as u64).sum()
+    }
+
+    /// The messages: chunks of at most `chunk` bytes, packed in order into
+    /// messages of about `chunk` bytes. An empty array still sends one
+    /// chunk, which carries its dtype and shape.
+    pub fn into_messages(self, chunk: usize) -> Vec<Arrays> {
+        assert!(chunk > 0);
+        let mut msgs = Vec::new();
+        let mut cur = Arrays::default();
+        let mut cur_bytes = 0;
+        for (name, dtype, shape, data) in self.arrays {
+            let mut off = 0;
+            loop {
+                let take = (data.len() - off).min(chunk - cur_bytes);
+                cur.chunks.push(ArrayChunk {
+                    name: name.clone(),
+                    dtype: dtype.into(),
+                    shape: shape.clone(),
+                    offset: off as u64,
+                    data: data.slice(off..off + take),
+                });
+                off += take;
+                cur_bytes += take;
+                if cur_bytes >= chunk {
+                    msgs.push(std::mem::take(&mut cur));
+                    cur_bytes = 0;
+                }
+                if off == data.len() {
+                    break;
+                }
+            }
+        }
+        if !cur.chunks.is_empty() || msgs.is_empty() {
+            msgs.push(cur);
+        }
+        msgs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arr(dtype: &str, shape: Vec<u64>, data: Vec<u8>) -> Array {
+        Array { dtype: dtype.into(), shape, data: data.into() }
+    }
+
+    #[test]
+    fn ids_are_checked() {
+        let ok = arr("int64", vec![2], [3i64, 5].iter().flat_map(|x| x.to_le_bytes()).collect());
+        assert_eq!(ids(Some(&ok), "ids", 10).unwrap(), vec![3, 5]);
+        assert_eq!(ids(Some(&ok), "ids", 1).unwrap_err().code(), tonic::Code::ResourceExhausted);
+        let neg = arr("int64", vec![1], (-1i64).to_le_bytes().to_vec());
+        assert_eq!(ids(Some(&neg), "ids", 10).unwrap_err().code(), tonic::Code::InvalidArgument);
+        let short = arr("int64", vec![2], vec![0; 12]);
+        assert!(ids(Some(&short), "ids", 10).unwrap_err().message().contains("12 bytes"));
+        let wrong = arr("int32", vec![1], vec![0; 4]);
+        assert_eq!(ids(Some(&wrong), "ids", 10).unwrap_err().code(), tonic::Code::InvalidArgument);
+        assert_eq!(ids(None, "ids", 10).unwrap_err().code(), tonic::Code::InvalidArgument);
+    }
+
+    #[test]
+    fn chunks_cover_every_byte_once() {
+        let mut o = Out::default();
+        let a: Vec<u64> = (0..1000).collect();
+        o.int64("a", &a);
+        o.int64("empty", &[]);
+        o.float32("b", &[1.0; 77]);
+        for chunk in [1, 7, 64, 8000, 1 << 20] {
+            let mut o2 = Out::default();
+            o2.int64("a", &a);
+            o2.int64("empty", &[]);
+            o2.float32("b", &[1.0; 77]);
+            let msgs = o2.into_messages(chunk);
+            let mut got: std::collections::BTreeMap<String, Vec<u8>> = Default::default();
+            for m in &msgs {
+                let size: usize = m.chunks.iter().map(|c| c.data.len()).sum();
+                assert!(size <= chunk.max(1));
+                for c in &m.chunks {
+                    let v = got.entry(c.name.clone()).or_default();
+                    assert_eq!(v.len() as u64, c.offset);
+                    v.extend_from_slice(&c.data);
+                }
+            }
+            assert_eq!(got["a"].len(), 8000);
+            assert_eq!(got["empty"].len(), 0);
+            assert_eq!(got["b"].len(), 308);
+        }
+        assert_eq!(o.bytes(), 8308);
+    }
+}

@@ -1,0 +1,221 @@
+//! The Graph service: reads, sampling and walks, each the same call as the
+//! local API (`solidgraph.Graph`), with ids mapped the same way.
+
+use std::sync::Arc;
+
+use solidgraph_engine::loader::batch_seed;
+use solidgraph_engine::sampler::{self, SampleOptions};
+use solidgraph_engine::walks::{self, WalkOptions};
+use solidgraph_store::{Direction, Store};
+use tonic::{Request, Response, Status};
+
+use crate::arrays::{self, Out};
+use crate::errors::OrStatus;
+use crate::gate::Gate;
+use crate::proto::graph_server::Graph;
+use crate::proto::*;
+use crate::stores::Stores;
+use crate::telemetry;
+
+pub struct GraphService {
+    pub stores: Arc<Stores>,
+    pub gate: Arc<Gate>,
+}
+
+pub type ArraysStream = tokio_stream::Iter<std::vec::IntoIter<Result<Arrays, Status>>>;
+
+fn direction(s: &str, default: Direction) -> Result<Direction, Status> {
+    if s.is_empty() { Ok(default) } else { s.parse::<Direction>().or_status() }
+}
+
+fn internal(store: &Store, mut ids: Vec<u64>) -> Result<Vec<u64>, Status> {
+    store.to_internal(&mut ids).or_status()?;
+    Ok(ids)
+}
+
+impl GraphService {
+    /// Runs `work` on the store `name` through the gate and streams its
+    /// arrays.
+    async fn arrays(
+        &self,
+        method: &'static str,
+        name: &str,
+        work: impl FnOnce(&Store, &Gate) -> Result<Out, Status> + Send + 'static,
+    ) -> Result<Response<ArraysStream>, Status> {
+        let store = self.stores.get(name)?.store.clone();
+        let gate = self.gate.clone();
+        let chunk = gate.limits.chunk_bytes;
+        let out = self.gate.run(method, move || work(&store, &gate)).await?;
+        telemetry::response_bytes(method, out.bytes());
+        let msgs: Vec<Result<Arrays, Status>> = out.into_messages(chunk).into_iter().map(Ok).collect();
+        Ok(Response::new(tokio_stream::iter(msgs)))
+    }
+}
+
+#[tonic::async_trait]
+impl Graph for GraphService {
+    async fn list_stores(&self, _req: Request<ListStoresRequest>) -> Result<Response<ListStoresReply>, Status> {
+        Ok(Response::new(ListStoresReply { names: self.stores.names() }))
+    }
+
+    async fn info(&self, req: Request<InfoRequest>) -> Result<Response<InfoReply>, Status> {
+        let name = req.into_inner().store;
+        let served = self.stores.get(&name)?;
+        let (s, writable) = (served.store.clone(), served.writable);
+        let name = if name.is_empty() { self.stores.names().remove(0) } else { name };
+        let reply = self
+            .gate
+            .run("Info", move || {
+                let tensors = s.tensors().into_iter().map(|t| TensorInfo { name: t.name, dtype: t.dtype.name().into(), dim: t.dim }).collect();
+                Ok(InfoReply {
+                    name,
+                    num_nodes: s.num_nodes(),
+                    num_edges: s.num_edges(),
+                    directed: s.directed(),
+                    has_weights: s.has_weights(),
+                    has_labels: s.has_labels(),
+                    has_in_edges: s.gtt(Direction::In).is_ok(),
+                    has_lower_lists: s.has_lower_lists(),
+                    tensors,
+                    pending_updates: s.pending_updates(),
+                    writable,
+                    page_size: s.page_size() as u64,
+                })
+            })
+            .await?;
+        Ok(Response::new(reply))
+    }
+
+    type NeighborsStream = ArraysStream;
+    async fn neighbors(&self, req: Request<NeighborsRequest>) -> Result<Response<ArraysStream>, Status> {
+        let r = req.into_inner();
+        let dir = direction(&r.direction, Direction::Out)?;
+        let ids = arrays::ids(r.ids.as_ref(), "ids", self.gate.limits.max_ids)?;
+        self.arrays("Neighbors", &r.store, move |s, _| {
+            let ids = internal(s, ids)?;
+            let mut csr = s.neighbors(&ids, dir, r.with_weights, r.with_labels).or_status()?;
+            s.to_external(&mut csr.indices).or_status()?;
+            let mut out = Out::default();
+            out.int64("indptr", &csr.indptr);
+            out.int64("indices", &csr.indices);
+            if let Some(w) = &csr.weights {
+                out.float32("weights", w);
+            }
+            if let Some(l) = &csr.labels {
+                out.uint32("labels", l);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    type DegreeStream = ArraysStream;
+    async fn degree(&self, req: Request<DegreeRequest>) -> Result<Response<ArraysStream>, Status> {
+        let r = req.into_inner();
+        let dir = direction(&r.direction, Direction::Out)?;
+        let ids = arrays::ids(r.ids.as_ref(), "ids", self.gate.limits.max_ids)?;
+        self.arrays("Degree", &r.store, move |s, _| {
+            let deg = s.degree(&internal(s, ids)?, dir).or_status()?;
+            let mut out = Out::default();
+            out.int64("degree", &deg);
+            Ok(out)
+        })
+        .await
+    }
+
+    type EdgeWeightsStream = ArraysStream;
+    async fn edge_weights(&self, req: Request<EdgeWeightsRequest>) -> Result<Response<ArraysStream>, Status> {
+        let r = req.into_inner();
+        let max = self.gate.limits.max_ids;
+        let (src, dst) = (arrays::ids(r.src.as_ref(), "src", max)?, arrays::ids(r.dst.as_ref(), "dst", max)?);
+        self.arrays("EdgeWeights", &r.store, move |s, _| {
+            let w = s.edge_weights(&internal(s, src)?, &internal(s, dst)?).or_status()?;
+            let mut out = Out::default();
+            out.float32("weights", &w);
+            Ok(out)
+        })
+        .await
+    }
+
+    type TensorStream = ArraysStream;
+    async fn tensor(&self, req: Request<TensorRequest>) -> Result<Response<ArraysStream>, Status> {
+        let r = req.into_inner();
+        let ids = arrays::ids(r.ids.as_ref(), "ids", self.gate.limits.max_ids)?;
+        self.arrays("Tensor", &r.store, move |s, _| {
+            let n = ids.len();
+            let rows = s.tensor(&r.name, &internal(s, ids)?).or_status()?;
+            let mut out = Out::default();
+            out.rows("rows", rows, n);
+            Ok(out)
+        })
+        .await
+    }
+
+    type SampleNeighborsStream = ArraysStream;
+    async fn sample_neighbors(&self, req: Request<SampleNeighborsRequest>) -> Result<Response<ArraysStream>, Status> {
+        let r = req.into_inner();
+        let lim = &self.gate.limits;
+        let seeds = arrays::ids(r.seeds.as_ref(), "seeds", lim.max_ids)?;
+        if let Some(&f) = r.fanouts.iter().find(|&&f| f > lim.max_fanout) {
+            return Err(Status::resource_exhausted(format!("fanout {f} exceeds the server's limit of {}", lim.max_fanout)));
+        }
+        let max_fanout = if r.max_fanout <= 0 { lim.max_fanout } else { r.max_fanout.min(lim.max_fanout) };
+        let seed = match r.batch {
+            Some(i) => batch_seed(r.seed, i),
+            None => r.seed,
+        };
+        let o = SampleOptions {
+            fanouts: r.fanouts,
+            replace: r.replace,
+            weighted: r.weighted,
+            direction: direction(&r.direction, Direction::In)?,
+            seed,
+            max_fanout,
+            tensors: r.tensors,
+        };
+        self.arrays("SampleNeighbors", &r.store, move |s, _| {
+            let sm = sampler::sample_neighbors(s, &seeds, &o).or_status()?;
+            let mut out = Out::default();
+            out.int64("node", &sm.node);
+            out.int64("row", &sm.row);
+            out.int64("col", &sm.col);
+            out.int64("edge", &sm.edge);
+            out.int64("num_sampled_nodes", &sm.num_sampled_nodes);
+            out.int64("num_sampled_edges", &sm.num_sampled_edges);
+            let n = sm.node.len();
+            for (name, rows) in o.tensors.iter().zip(sm.tensors) {
+                out.rows(&format!("tensor/{name}"), rows, n);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    type RandomWalksStream = ArraysStream;
+    async fn random_walks(&self, req: Request<RandomWalksRequest>) -> Result<Response<ArraysStream>, Status> {
+        let r = req.into_inner();
+        let starts = arrays::ids(r.starts.as_ref(), "starts", self.gate.limits.max_ids)?;
+        let length = usize::try_from(r.length).unwrap_or(usize::MAX);
+        if length > walks::MAX_LENGTH {
+            return Err(Status::resource_exhausted(format!("walks of length {length} exceed the limit of {}", walks::MAX_LENGTH)));
+        }
+        let cells = (starts.len() as u64).saturating_mul(r.length + 1);
+        if cells > self.gate.limits.max_ids as u64 * 64 {
+            return Err(Status::resource_exhausted(format!("{cells} walk steps exceed the server's limit of {} per request", self.gate.limits.max_ids * 64)));
+        }
+        let o = WalkOptions {
+            length,
+            p: if r.p == 0.0 { 1.0 } else { r.p },
+            q: if r.q == 0.0 { 1.0 } else { r.q },
+            seed: r.seed,
+            direction: direction(&r.direction, Direction::Out)?,
+        };
+        self.arrays("RandomWalks", &r.store, move |s, _| {
+            let w = walks::random_walks(s, &starts, &o).or_status()?;
+            let mut out = Out::default();
+            out.int64_2d("walks", &w, length as u64 + 1);
+            Ok(out)
+        })
+        .await
+    }
+}

@@ -1,0 +1,50 @@
+//! The server's limits: every request's size and work is bounded, and so
+//! is the number running at once.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest request or response message, in bytes.
+    pub max_message_bytes: usize,
+    /// Most vertex ids (or edges) in one request.
+    pub max_ids: usize,
+    /// Largest sampling fanout.
+    pub max_fanout: i64,
+    /// Requests running at once (each holds a blocking thread).
+    pub max_concurrent: usize,
+    /// Requests waiting for one of those slots; more are refused with
+    /// RESOURCE_EXHAUSTED instead of queueing without bound.
+    pub max_queued: usize,
+    /// Longest a request may run; a client's shorter deadline wins.
+    pub deadline: Duration,
+    /// Bytes of result per streamed message.
+    pub chunk_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_message_bytes: 64 << 20,
+            max_ids: 1 << 20,
+            max_fanout: 1000,
+            max_concurrent: 64,
+            max_queued: 4096,
+            deadline: Duration::from_secs(300),
+            chunk_bytes: 4 << 20,
+        }
+    }
+}
+
+impl Limits {
+    /// Checks the limits fit together.
+    pub fn check(&self) -> Result<(), String> {
+        if self.max_concurrent == 0 || self.max_ids == 0 || self.max_fanout < 1 {
+            return Err("limits must be at least 1".into());
+        }
+        if self.chunk_bytes == 0 || self.chunk_bytes + (64 << 10) > self.max_message_bytes {
+            return Err(format!("chunks of {} bytes do not fit in messages of {} bytes", self.chunk_bytes, self.max_message_bytes));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,150 @@
+//! `serve`: opens the stores, binds, and runs the services with health,
+//! reflection, auth, limits, metrics and TLS until SIGTERM or SIGINT; then
+//! it stops accepting, lets in-flight calls finish, and flushes every
+//! store's WAL.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use solidgraph_store::OpenOptions;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+use tonic::{Request, Status};
+
+use crate::auth::{Role, Tokens};
+use crate::gate::Gate;
+use crate::graph::GraphService;
+use crate::limits::Limits;
+use crate::proto::graph_server::GraphServer;
+use crate::proto::updates_server::UpdatesServer;
+use crate::stores::Stores;
+use crate::telemetry;
+use crate::updates::UpdatesService;
+
+/// PEM files for TLS; with `client_ca`, clients must present a certificate
+/// it signed (mutual TLS).
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub client_ca: Option<PathBuf>,
+}
+
+#[derive(Clone)]
+pub struct ServeOptions {
+    pub stores: Vec<PathBuf>,
+    pub listen: String,
+    pub tokens: Option<PathBuf>,
+    pub metrics: Option<SocketAddr>,
+    pub tls: Option<TlsFiles>,
+    pub limits: Limits,
+    pub open: OpenOptions,
+    /// Blocking threads for request work (at least `limits.max_concurrent`).
+    pub threads: usize,
+}
+
+fn read(p: &PathBuf) -> Result<Vec<u8>, String> {
+    std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn tls_config(t: &TlsFiles) -> Result<ServerTlsConfig, String> {
+    let mut cfg = ServerTlsConfig::new().identity(Identity::from_pem(read(&t.cert)?, read(&t.key)?));
+    if let Some(ca) = &t.client_ca {
+        cfg = cfg.client_ca_root(Certificate::from_pem(read(ca)?));
+    }
+    Ok(cfg)
+}
+
+/// Runs the server until SIGTERM or SIGINT. Prints `listening on ADDR`
+/// (the bound address, so port 0 works) on stdout once it accepts calls.
+pub fn serve(opts: ServeOptions) -> Result<(), String> {
+    opts.limits.check()?;
+    let tokens = match &opts.tokens {
+        Some(p) => Tokens::load(p).map_err(|e| e.to_string())?,
+        None => Tokens::none(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(opts.threads.max(opts.limits.max_concurrent) + 4)
+        .thread_name("solidgraph-serve")
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))?;
+    rt.block_on(run(opts, tokens))
+}
+
+async fn run(opts: ServeOptions, tokens: Tokens) -> Result<(), String> {
+    let listener = TcpListener::bind(&opts.listen).await.map_err(|e| format!("listen on {}: {e}", opts.listen))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    if !tokens.enabled() && !addr.ip().is_loopback() {
+        return Err(format!("refusing to listen on {addr} without --tokens: an unauthenticated server listens on loopback only (127.0.0.1, ::1)"));
+    }
+    let stores = Arc::new(Stores::open(&opts.stores, &opts.open).map_err(|e| e.to_string())?);
+    if let Some(m) = opts.metrics {
+        telemetry::install(m)?;
+        tokio::spawn(telemetry::store_counters(stores.clone(), Duration::from_secs(1)));
+    }
+    let gate = Arc::new(Gate::new(opts.limits.clone()));
+    let max = opts.limits.max_message_bytes;
+
+    let (reporter, health) = tonic_health::server::health_reporter();
+    reporter.set_serving::<GraphServer<GraphService>>().await;
+    reporter.set_serving::<UpdatesServer<UpdatesService>>().await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(crate::proto::DESCRIPTOR)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|e| e.to_string())?;
+
+    let read_auth = tokens.clone();
+    let graph = GraphServer::new(GraphService { stores: stores.clone(), gate: gate.clone() }).max_decoding_message_size(max).max_encoding_message_size(max);
+    let graph = tonic::service::interceptor::InterceptedService::new(graph, move |r: Request<()>| -> Result<Request<()>, Status> {
+        read_auth.check(&r, Role::Read)?;
+        Ok(r)
+    });
+    let write_auth = tokens.clone();
+    let updates = UpdatesServer::new(UpdatesService { stores: stores.clone(), gate }).max_decoding_message_size(max).max_encoding_message_size(max);
+    let updates = tonic::service::interceptor::InterceptedService::new(updates, move |r: Request<()>| -> Result<Request<()>, Status> {
+        write_auth.check(&r, Role::Write)?;
+        Ok(r)
+    });
+
+    let mut builder = Server::builder().timeout(opts.limits.deadline).tcp_nodelay(true);
+    if let Some(t) = &opts.tls {
+        builder = builder.tls_config(tls_config(t)?).map_err(|e| format!("TLS: {e}"))?;
+    }
+    let router = builder.add_service(health).add_service(reflection).add_service(graph).add_service(updates);
+    tracing::info!(%addr, stores = ?stores.names(), auth = tokens.enabled(), tls = opts.tls.is_some(), "listening");
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "listening on {addr}");
+        let _ = out.flush();
+    }
+    router.serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown_signal()).await.map_err(|e| format!("server: {e}"))?;
+    tracing::info!("stopped accepting; in-flight calls done; flushing the WAL");
+    for (name, s) in stores.all() {
+        if s.writable
+            && let Err(e) = s.store.flush()
+        {
+            tracing::error!(store = %name, error = %e, "flush at shutdown failed");
+            return Err(format!("{name}: flush at shutdown: {e}"));
+        }
+    }
+    tracing::info!("shut down");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        tracing::error!("cannot install signal handlers; stop the server with SIGKILL");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM"),
+        _ = int.recv() => tracing::info!("SIGINT"),
+    }
+}
