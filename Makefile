@@ -13,7 +13,7 @@ PIP_DEPS  := maturin pytest numpy networkx mypy pyoxigraph
 # pull CUDA libraries: ~100 s and ~5 GB, once (stamp file).
 TORCH_DEPS := torch torch_geometric scipy
 
-.PHONY: test demo build develop stubtest lint venv venv-torch apt-fio clean
+.PHONY: test demo build develop stubtest lint venv venv-torch apt-fio clean protos venv-client
 
 $(VENV)/.ready:
 	python3 -m venv $(VENV)
@@ -28,6 +28,16 @@ $(VENV)/.torch-ready: $(VENV)/.ready
 	touch $@
 
 venv-torch: $(VENV)/.torch-ready
+
+# The gRPC client's extra (solidgraph[client]) and the stub generator, for
+# tests/test_server.py; a stamp of its own so existing venvs get it too.
+CLIENT_DEPS := grpcio grpcio-tools
+
+$(VENV)/.client-ready: $(VENV)/.ready
+	$(PIP) install -q $(CLIENT_DEPS)
+	touch $@
+
+venv-client: $(VENV)/.client-ready
 
 apt-fio:
 	@command -v fio >/dev/null || (apt-get install -y -q fio >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q fio >/dev/null))
@@ -68,6 +78,13 @@ stubtest: develop
 	@$(PY) -c "import mypy" 2>/dev/null || $(PIP) install -q mypy
 	$(PY) -m mypy.stubtest solidgraph._native
 
+# The Python client's message classes from the protos (checked in, so
+# `solidgraph[client]` needs grpcio and protobuf only; tests/test_server.py
+# checks they match proto/).
+protos: $(VENV)/.client-ready
+	T=$$(mktemp -d) && $(PY) -m grpc_tools.protoc -Iproto --python_out=$$T --pyi_out=$$T proto/solidgraph/v1/solidgraph.proto \
+	  && cp $$T/solidgraph/v1/solidgraph_pb2.py $$T/solidgraph/v1/solidgraph_pb2.pyi python/solidgraph/_proto/ && rm -r $$T
+
 # What CI checks besides the tests: formatting (rustfmt.toml), clippy with
 # every warning an error, and the stub against the module.
 lint: venv
@@ -75,7 +92,7 @@ lint: venv
 	PYO3_PYTHON=$(abspath $(PY)) $(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(MAKE) stubtest
 
-test: venv venv-torch build develop
+test: venv venv-torch venv-client build develop
 	$(CARGO) test $(CARGO_SEL)
 	SOLIDGRAPH_BIN=$(abspath $(BIN)) $(PY) -m pytest -q tests
 

@@ -57,11 +57,20 @@ __all__ = [
     "StaleError",
     "__version__",
     "bench_io",
+    "connect",
     "import_graph",
     "open",
 ]
 
-_SUBMODULES = ("datasets", "infer", "pyg", "torch")
+_SUBMODULES = ("client", "datasets", "infer", "pyg", "torch")
+
+
+def connect(addr, token=None, tls=None, store="", timeout=None, max_message=64 << 20):
+    """A store served by `solidgraph serve` at `addr`, with the methods of a
+    local Graph: see `solidgraph.client` (needs solidgraph[client])."""
+    from solidgraph.client import connect as _connect
+
+    return _connect(addr, token=token, tls=tls, store=store, timeout=timeout, max_message=max_message)
 
 
 def __getattr__(name):

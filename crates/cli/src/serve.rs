@@ -68,6 +68,7 @@ pub fn serve_cmd(a: ServeArgs) -> CliResult {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("SOLIDGRAPH_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     if !(a.deadline > 0.0 && a.deadline.is_finite()) {
         return Err(format!("--deadline {} must be a positive number of seconds", a.deadline).into());

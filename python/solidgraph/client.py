@@ -1,0 +1,454 @@
+"""A SolidGraph server's stores as graphs: `solidgraph.connect(addr)`.
+
+    g = solidgraph.connect("127.0.0.1:50051", token="...")   # `solidgraph serve`
+    indptr, indices = g.neighbors([0, 1, 2])
+    loader = solidgraph.torch.NeighborLoader(g, train_ids, [25, 10], batch_size=1024)
+
+The remote graph has the local `solidgraph.Graph`'s reading, sampling and
+update methods with the same arguments and results (numpy in, numpy out),
+so `solidgraph.torch.NeighborLoader` and the PyG backend run over it
+unchanged; equal seeds give equal samples. Arrays travel as raw bytes.
+Errors keep their kind: a server's INVALID_ARGUMENT is an
+`InvalidArgumentError`, NOT_FOUND a `NotFoundError`, DATA_LOSS a
+`CorruptionError`; the other statuses (UNAUTHENTICATED, PERMISSION_DENIED,
+RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, UNAVAILABLE) raise `RemoteError`.
+Every error carries the gRPC status as `.code`. Needs grpcio
+(`pip install solidgraph[client]`).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+from pathlib import Path
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
+
+import grpc
+import numpy as np
+
+from solidgraph._native import (
+    CorruptionError,
+    InvalidArgumentError,
+    NotFoundError,
+    SolidGraphError,
+    StaleError,
+)
+from solidgraph._proto import solidgraph_pb2 as pb
+
+__all__ = ["RemoteError", "RemoteGraph", "RemoteSample", "connect"]
+
+
+class RemoteError(SolidGraphError):
+    """A call the server refused or could not finish for a reason other
+    than its arguments or data: `code` is the grpc.StatusCode."""
+
+    code: grpc.StatusCode
+
+
+_KINDS = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgumentError,
+    grpc.StatusCode.FAILED_PRECONDITION: InvalidArgumentError,
+    grpc.StatusCode.NOT_FOUND: NotFoundError,
+    grpc.StatusCode.DATA_LOSS: CorruptionError,
+    grpc.StatusCode.ABORTED: StaleError,
+}
+
+# (method path, request message) per RPC; replies are decoded by these.
+_UNARY = {
+    "ListStores": pb.ListStoresReply,
+    "Info": pb.InfoReply,
+    "AddVertices": pb.AddVerticesReply,
+    "DeleteVertices": pb.UpdateReply,
+    "AddEdges": pb.UpdateReply,
+    "DeleteEdges": pb.UpdateReply,
+    "UpdateEdgeWeights": pb.UpdateReply,
+    "UpdateTensor": pb.UpdateReply,
+    "Flush": pb.UpdateReply,
+    "Merge": pb.MergeReply,
+}
+_UPDATES = {"AddVertices", "DeleteVertices", "AddEdges", "DeleteEdges", "UpdateEdgeWeights", "UpdateTensor", "Flush", "Merge"}
+_STREAMS = ("Neighbors", "Degree", "EdgeWeights", "Tensor", "SampleNeighbors", "RandomWalks")
+
+
+def _error(e: grpc.RpcError) -> SolidGraphError:
+    code = e.code()
+    err = _KINDS.get(code, RemoteError)(f"{e.details()} [{code.name}]")
+    err.code = code
+    return err
+
+
+def _array(a: Any, dtype: str, what: str) -> pb.Array:
+    """A 1-d array of integers (ids) or of `dtype` as raw little-endian bytes."""
+    arr = np.asarray(a)
+    if arr.ndim != 1:
+        raise InvalidArgumentError(f"{what} must be 1-dimensional, not of shape {arr.shape}")
+    if dtype == "int64":
+        if arr.size and arr.dtype.kind not in "iu":
+            raise InvalidArgumentError(f"{what} must be integers, not {arr.dtype}")
+        if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= 2**63:
+            raise InvalidArgumentError(f"{what}: {int(arr.max())} is not a vertex id")
+    arr = np.ascontiguousarray(arr, dtype=np.dtype(dtype).newbyteorder("<"))
+    return pb.Array(dtype=dtype, shape=[arr.shape[0]], data=arr.tobytes())
+
+
+def _rows(rows: Any, dtype: str, dim: int, what: str) -> pb.Array:
+    """Tensor rows cast to the stored dtype by numpy's same_kind rule, as
+    the local update_tensor casts them."""
+    arr = np.asarray(rows)
+    target = np.dtype(dtype)
+    if not np.can_cast(arr.dtype, target, "same_kind"):
+        raise InvalidArgumentError(f"{what}: {arr.dtype} rows cannot be cast to the tensor's {target} (same_kind)")
+    arr = np.ascontiguousarray(arr, dtype=target.newbyteorder("<"))
+    return pb.Array(dtype=dtype, shape=list(arr.shape), data=arr.tobytes())
+
+
+def _assemble(msgs: Iterator[pb.Arrays]) -> Dict[str, np.ndarray]:
+    """The named arrays of a streamed result: every chunk copied to its
+    offset, each array allocated once at its first chunk."""
+    bufs: Dict[str, Tuple[bytearray, str, Tuple[int, ...]]] = {}
+    for m in msgs:
+        for c in m.chunks:
+            if c.name not in bufs:
+                shape = tuple(int(s) for s in c.shape)
+                size = int(np.prod(shape, dtype=np.int64)) * np.dtype(c.dtype).itemsize
+                bufs[c.name] = (bytearray(size), c.dtype, shape)
+            buf = bufs[c.name][0]
+            end = c.offset + len(c.data)
+            if end > len(buf):
+                raise CorruptionError(f"result array {c.name!r}: a chunk ends at byte {end} of {len(buf)}")
+            buf[c.offset : end] = c.data
+    return {name: np.frombuffer(b, dtype=np.dtype(dt).newbyteorder("<")).reshape(shape) for name, (b, dt, shape) in bufs.items()}
+
+
+def _names(tensors: Union[None, str, Sequence[str]]) -> list:
+    if tensors is None:
+        return []
+    return [tensors] if isinstance(tensors, str) else [str(t) for t in tensors]
+
+
+def _seed(seed: Optional[int]) -> int:
+    return int.from_bytes(os.urandom(8), "little") if seed is None else int(seed)
+
+
+class RemoteSample:
+    """A sampled subgraph with the attributes of `solidgraph.Sample`."""
+
+    def __init__(self, a: Dict[str, np.ndarray], names: Sequence[str]):
+        e = len(a["row"])
+        self.edge_index = np.empty((2, e), dtype=np.int64)
+        self.edge_index[0] = a["row"]
+        self.edge_index[1] = a["col"]
+        self.row = self.edge_index[0]
+        self.col = self.edge_index[1]
+        self.node = a["node"]
+        self.edge = a["edge"]
+        self.num_sampled_nodes = a["num_sampled_nodes"]
+        self.num_sampled_edges = a["num_sampled_edges"]
+        self.tensors = {n: a[f"tensor/{n}"] for n in names}
+
+    def __repr__(self) -> str:
+        names = ", ".join(self.tensors) or "none"
+        return f"<solidgraph.RemoteSample: {len(self.node)} nodes, {len(self.edge)} edges; tensors: {names}>"
+
+
+class _Loader:
+    """Batches sampled by the server, `prefetch` requests in flight on
+    `workers` threads, handed out in order (the local SampleLoader's
+    contract: batch i drawn with the loader seed of batch i)."""
+
+    def __init__(self, g: "RemoteGraph", batches: list, req: dict, workers: int, prefetch: int):
+        self._g, self._batches, self._req = g, batches, req
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers))
+        self._ahead = max(1, prefetch)
+        self._pending: list = []
+        self._next = 0
+        self.position = 0
+
+    def _submit(self) -> None:
+        while self._next < len(self._batches) and len(self._pending) < self._ahead:
+            i = self._next
+            self._pending.append(self._pool.submit(self._g._sample, self._batches[i], batch=i, **self._req))
+            self._next += 1
+
+    def __iter__(self) -> "_Loader":
+        return self
+
+    def __len__(self) -> int:
+        return len(self._batches)
+
+    def __next__(self) -> RemoteSample:
+        self._submit()
+        if not self._pending:
+            self._pool.shutdown(wait=False)
+            raise StopIteration
+        fut = self._pending.pop(0)
+        try:
+            s = fut.result()
+        except BaseException:
+            for f in self._pending:
+                f.cancel()
+            self._pending.clear()
+            self._next = len(self._batches)
+            self._pool.shutdown(wait=False)
+            raise
+        self.position += 1
+        self._submit()
+        return s
+
+
+class RemoteGraph:
+    """One store of a SolidGraph server, with the methods of
+    `solidgraph.Graph` (see there for each one's arguments and result)."""
+
+    def __init__(self, channel: grpc.Channel, addr: str, store: str, token: Optional[str], timeout: Optional[float]):
+        self._channel = channel
+        self._addr = addr
+        self._store = store
+        self._timeout = timeout
+        self._meta = (("authorization", f"Bearer {token}"),) if token else None
+        self._calls: Dict[str, Any] = {}
+        for name, reply in _UNARY.items():
+            service = "Updates" if name in _UPDATES else "Graph"
+            self._calls[name] = channel.unary_unary(f"/solidgraph.v1.{service}/{name}", request_serializer=lambda m: m.SerializeToString(), response_deserializer=reply.FromString)
+        for name in _STREAMS:
+            self._calls[name] = channel.unary_stream(f"/solidgraph.v1.Graph/{name}", request_serializer=lambda m: m.SerializeToString(), response_deserializer=pb.Arrays.FromString)
+        if not store:
+            names = list(self._unary("ListStores", pb.ListStoresRequest()).names)
+            if len(names) != 1:
+                raise InvalidArgumentError(f"{addr} serves {len(names)} stores; name one with store=...: {', '.join(names)}")
+            self._store = names[0]
+
+    # ---- calls --------------------------------------------------------------
+
+    def _unary(self, name: str, req: Any) -> Any:
+        try:
+            return self._calls[name](req, timeout=self._timeout, metadata=self._meta)
+        except grpc.RpcError as e:
+            raise _error(e) from None
+
+    def _stream(self, name: str, req: Any) -> Dict[str, np.ndarray]:
+        try:
+            return _assemble(self._calls[name](req, timeout=self._timeout, metadata=self._meta))
+        except grpc.RpcError as e:
+            raise _error(e) from None
+
+    def _info(self) -> pb.InfoReply:
+        return self._unary("Info", pb.InfoRequest(store=self._store))
+
+    # ---- what the store holds -----------------------------------------------
+
+    @property
+    def num_nodes(self) -> int:
+        return self._info().num_nodes
+
+    @property
+    def num_edges(self) -> int:
+        return self._info().num_edges
+
+    @property
+    def directed(self) -> bool:
+        return self._info().directed
+
+    @property
+    def has_weights(self) -> bool:
+        return self._info().has_weights
+
+    @property
+    def has_labels(self) -> bool:
+        return self._info().has_labels
+
+    @property
+    def has_in_edges(self) -> bool:
+        return self._info().has_in_edges
+
+    @property
+    def has_lower_lists(self) -> bool:
+        return self._info().has_lower_lists
+
+    @property
+    def pending_updates(self) -> int:
+        return self._info().pending_updates
+
+    @property
+    def tensors(self) -> Dict[str, Tuple[str, int]]:
+        return {t.name: (t.dtype, t.dim) for t in self._info().tensors}
+
+    @property
+    def path(self) -> str:
+        """grpc://ADDR/STORE: where the store is served."""
+        return f"grpc://{self._addr}/{self._store}"
+
+    @property
+    def store(self) -> str:
+        return self._store
+
+    # ---- reads --------------------------------------------------------------
+
+    def neighbors(self, ids: Any, direction: str = "out", with_weights: bool = False, with_labels: bool = False) -> tuple:
+        a = self._stream("Neighbors", pb.NeighborsRequest(store=self._store, ids=_array(ids, "int64", "ids"), direction=direction, with_weights=with_weights, with_labels=with_labels))
+        out = [a["indptr"], a["indices"]]
+        if with_weights:
+            out.append(a["weights"])
+        if with_labels:
+            out.append(a["labels"])
+        return tuple(out)
+
+    def degree(self, ids: Any, direction: str = "out") -> np.ndarray:
+        return self._stream("Degree", pb.DegreeRequest(store=self._store, ids=_array(ids, "int64", "ids"), direction=direction))["degree"]
+
+    def edge_weights(self, src: Any, dst: Any) -> np.ndarray:
+        req = pb.EdgeWeightsRequest(store=self._store, src=_array(src, "int64", "src"), dst=_array(dst, "int64", "dst"))
+        return self._stream("EdgeWeights", req)["weights"]
+
+    def tensor(self, name: str, ids: Any) -> np.ndarray:
+        return self._stream("Tensor", pb.TensorRequest(store=self._store, name=name, ids=_array(ids, "int64", "ids")))["rows"]
+
+    # ---- sampling and walks -------------------------------------------------
+
+    def _sample(self, seeds: Any, fanouts: Sequence[int], replace: bool, weighted: bool, direction: str, seed: int, tensors: list, max_fanout: int, batch: Optional[int] = None) -> RemoteSample:
+        req = pb.SampleNeighborsRequest(
+            store=self._store,
+            seeds=_array(seeds, "int64", "seeds"),
+            fanouts=[int(f) for f in fanouts],
+            replace=replace,
+            weighted=weighted,
+            direction=direction,
+            seed=seed,
+            tensors=tensors,
+            max_fanout=max_fanout,
+        )
+        if batch is not None:
+            req.batch = batch
+        return RemoteSample(self._stream("SampleNeighbors", req), tensors)
+
+    def sample_neighbors(
+        self,
+        seeds: Any,
+        fanouts: Sequence[int],
+        replace: bool = False,
+        weighted: bool = False,
+        direction: str = "in",
+        seed: Optional[int] = None,
+        tensors: Union[None, str, Sequence[str]] = None,
+        max_fanout: int = 10000,
+    ) -> RemoteSample:
+        return self._sample(seeds, fanouts, replace, weighted, direction, _seed(seed), _names(tensors), max_fanout)
+
+    def sample_loader(
+        self,
+        batches: Any,
+        fanouts: Sequence[int],
+        replace: bool = False,
+        weighted: bool = False,
+        direction: str = "in",
+        seed: Optional[int] = None,
+        tensors: Union[None, str, Sequence[str]] = None,
+        workers: int = 2,
+        prefetch: int = 4,
+        max_fanout: int = 10000,
+        lookahead: int = 32,
+    ) -> _Loader:
+        """The local sample_loader's batches, sampled by the server
+        (`lookahead` is the server's business and is ignored here)."""
+        del lookahead
+        req = dict(fanouts=list(fanouts), replace=replace, weighted=weighted, direction=direction, seed=_seed(seed), tensors=_names(tensors), max_fanout=max_fanout)
+        return _Loader(self, [np.asarray(b) for b in batches], req, workers, prefetch)
+
+    def random_walks(self, starts: Any, length: int, p: float = 1.0, q: float = 1.0, seed: Optional[int] = None, direction: str = "out") -> np.ndarray:
+        req = pb.RandomWalksRequest(store=self._store, starts=_array(starts, "int64", "starts"), length=int(length), p=p, q=q, seed=_seed(seed), direction=direction)
+        return self._stream("RandomWalks", req)["walks"]
+
+    # ---- updates ------------------------------------------------------------
+
+    def add_vertices(self, count: int, tensors: Optional[Mapping[str, Any]] = None, durable: bool = True) -> np.ndarray:
+        have = self.tensors if tensors else {}
+        rows = {}
+        for name, r in (tensors or {}).items():
+            if name not in have:
+                raise NotFoundError(f"no tensor named {name!r} (the store has: {', '.join(have)})")
+            rows[name] = _rows(r, have[name][0], have[name][1], f"tensor {name!r}")
+        rep = self._unary("AddVertices", pb.AddVerticesRequest(store=self._store, count=int(count), tensors=rows, nosync=not durable))
+        return np.arange(rep.first, rep.first + rep.count, dtype=np.int64)
+
+    def delete_vertices(self, ids: Any, durable: bool = True) -> None:
+        self._unary("DeleteVertices", pb.DeleteVerticesRequest(store=self._store, ids=_array(ids, "int64", "ids"), nosync=not durable))
+
+    def add_edges(self, src: Any, dst: Any, weights: Any = None, labels: Any = None, durable: bool = True) -> None:
+        req = pb.AddEdgesRequest(store=self._store, src=_array(src, "int64", "src"), dst=_array(dst, "int64", "dst"), nosync=not durable)
+        if weights is not None:
+            req.weights.CopyFrom(_array(weights, "float32", "weights"))
+        if labels is not None:
+            req.labels.CopyFrom(_array(labels, "uint32", "labels"))
+        self._unary("AddEdges", req)
+
+    def delete_edges(self, src: Any, dst: Any, durable: bool = True) -> None:
+        self._unary("DeleteEdges", pb.DeleteEdgesRequest(store=self._store, src=_array(src, "int64", "src"), dst=_array(dst, "int64", "dst"), nosync=not durable))
+
+    def update_edge_weights(self, src: Any, dst: Any, weights: Any, durable: bool = True) -> None:
+        req = pb.UpdateEdgeWeightsRequest(
+            store=self._store, src=_array(src, "int64", "src"), dst=_array(dst, "int64", "dst"), weights=_array(weights, "float32", "weights"), nosync=not durable
+        )
+        self._unary("UpdateEdgeWeights", req)
+
+    def update_tensor(self, name: str, ids: Any, rows: Any, durable: bool = True) -> None:
+        have = self.tensors
+        if name not in have:
+            raise NotFoundError(f"no tensor named {name!r} (the store has: {', '.join(have)})")
+        req = pb.UpdateTensorRequest(store=self._store, name=name, ids=_array(ids, "int64", "ids"), rows=_rows(rows, have[name][0], have[name][1], f"tensor {name!r}"), nosync=not durable)
+        self._unary("UpdateTensor", req)
+
+    def flush(self) -> None:
+        self._unary("Flush", pb.FlushRequest(store=self._store))
+
+    def merge(self) -> Dict[str, int]:
+        rep = self._unary("Merge", pb.MergeRequest(store=self._store))
+        return {"updates": rep.updates_merged, "pages_written": rep.pages_written}
+
+    # ---- lifetime -----------------------------------------------------------
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "RemoteGraph":
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        self.close()
+        return False
+
+    def __repr__(self) -> str:
+        return f"<solidgraph.RemoteGraph {self.path}>"
+
+
+def _read(x: Union[None, str, bytes, Path]) -> Optional[bytes]:
+    if x is None or isinstance(x, bytes):
+        return x
+    return Path(x).read_bytes()
+
+
+def connect(
+    addr: str,
+    token: Optional[str] = None,
+    tls: Union[None, bool, Mapping[str, Any]] = None,
+    store: str = "",
+    timeout: Optional[float] = None,
+    max_message: int = 64 << 20,
+) -> RemoteGraph:
+    """The store `store` (its directory name; "" for a server's only store)
+    served at `addr` ("host:port"). `token`: a bearer token from the
+    server's --tokens file. `tls`: None for plaintext, True for TLS checked
+    against the system's roots, or a dict with "ca" (the server's CA) and,
+    for mutual TLS, "cert" and "key" (PEM paths or bytes). `timeout`: the
+    deadline of each call, in seconds."""
+    opts = [("grpc.max_receive_message_length", max_message), ("grpc.max_send_message_length", max_message)]
+    if tls is None or tls is False:
+        channel = grpc.insecure_channel(addr, options=opts)
+    else:
+        t = {} if tls is True else dict(tls)
+        creds = grpc.ssl_channel_credentials(root_certificates=_read(t.get("ca")), private_key=_read(t.get("key")), certificate_chain=_read(t.get("cert")))
+        channel = grpc.secure_channel(addr, creds, options=opts)
+    try:
+        return RemoteGraph(channel, addr, store, token, timeout)
+    except BaseException:
+        channel.close()
+        raise
