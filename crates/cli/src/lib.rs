@@ -8,6 +8,7 @@
 mod apply;
 mod graph;
 mod infer;
+mod rdf;
 mod run;
 mod serve;
 pub mod util;
@@ -42,6 +43,8 @@ enum Cmd {
     Run(run::RunArgs),
     /// Runs a GNN model (a directory from solidgraph.infer.export) on nodes next to the store; writes a float32 .npy.
     Infer(infer::InferArgs),
+    /// RDF store: load files, SPARQL query and update.
+    Rdf(rdf::RdfArgs),
     /// Serves stores over gRPC (Graph and Updates services, health, reflection) until SIGTERM.
     Serve(serve::ServeArgs),
 }
@@ -74,6 +77,7 @@ where
                 Cmd::Apply(a) => apply::apply_cmd(a),
                 Cmd::Merge(a) => apply::merge_cmd(a),
                 Cmd::Infer(a) => infer::infer_cmd(a),
+                Cmd::Rdf(a) => rdf::rdf_cmd(a),
                 Cmd::Serve(a) => serve::serve_cmd(a),
             };
             match res {
