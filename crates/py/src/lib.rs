@@ -8,6 +8,7 @@ mod import;
 mod infer;
 mod loader;
 mod progress;
+mod rdf;
 mod sample;
 
 use pyo3::prelude::*;
@@ -72,5 +73,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(infer::load_model, m)?)?;
     m.add_function(wrap_pyfunction!(infer::batch_seed, m)?)?;
     m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
+    rdf::add_to(m)?;
+    m.add_function(wrap_pyfunction!(rdf::rdf_error_classes, m)?)?;
     Ok(())
 }
