@@ -42,7 +42,9 @@ impl Limits {
         if self.max_concurrent == 0 || self.max_ids == 0 || self.max_fanout < 1 {
             return Err("limits must be at least 1".into());
         }
-        if self.chunk_bytes == 0 || self.chunk_bytes + (64 << 10) > self.max_message_bytes {
+        // A message is its chunks' bytes plus their headers (name, dtype,
+        // shape, offset: well under 1 KiB each, a few per message).
+        if self.chunk_bytes == 0 || self.chunk_bytes + (16 << 10) > self.max_message_bytes {
             return Err(format!("chunks of {} bytes do not fit in messages of {} bytes", self.chunk_bytes, self.max_message_bytes));
         }
         Ok(())
