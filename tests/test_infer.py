@@ -290,3 +290,86 @@ def test_readme_snippet(tmp_path, monkeypatch):
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "README.md", "exec"), {})
+
+
+# ---- whole-graph inference (infer_all) ---------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["gcn", "sage", "gin", "gat", "ngcf"])
+def test_infer_all_equals_full_batch(case, kind, tmp_path):
+    """Layer by layer over chunks of about 1 MiB (many chunks even on Cora)
+    equals PyG's full-batch forward over the whole graph."""
+    m = make_model(kind, case.x.shape[1], seed=5)
+    model = export(m, tmp_path / kind)
+    phases = []
+    out = case.g.infer_all(model, out_tensor=f"all-{kind}", chunk_bytes=1 << 20, progress=lambda p, d, t: phases.append((p, d, t)))
+    with torch.no_grad():
+        ref = m(case.xt, case.ei).numpy()
+    assert isinstance(out, np.memmap) and out.dtype == np.float32 and out.shape == ref.shape
+    assert rel_err(np.asarray(out), ref) < TOL, rel_err(np.asarray(out), ref)
+    assert phases and phases[-1][1:] == (case.g.num_nodes, case.g.num_nodes)
+    d = Path(case.g.path) / "infer" / f"all-{kind}"
+    assert sorted(p.name for p in d.iterdir()) == ["manifest.json", "out.crc", "out.rows"]
+
+
+RESUME_SCRIPT = """
+import os, sys
+import solidgraph
+g = solidgraph.open(sys.argv[1])
+def progress(phase, done, total):
+    if phase.startswith("layer 2/"):
+        os._exit(17)  # a crash in the middle of the second layer
+g.infer_all(sys.argv[2], out_tensor="resumed", progress=progress)
+"""
+
+
+def test_infer_all_resumes_after_a_crash(cora, tmp_path):
+    import subprocess
+    import sys
+
+    m = make_model("gcn", cora.x.shape[1], seed=6)
+    export(m, tmp_path / "gcn")
+    script = tmp_path / "crash.py"
+    script.write_text(RESUME_SCRIPT)
+    r = subprocess.run([sys.executable, str(script), str(cora.g.path), str(tmp_path / "gcn")], capture_output=True, text=True)
+    assert r.returncode == 17, r.stderr
+    d = Path(cora.g.path) / "infer" / "resumed"
+    manifest = json.loads((d / "manifest.json").read_text())["body"]
+    assert manifest["done"] == 1 and not (d / "out.rows").exists() or manifest["done"] == 1
+    phases = set()
+    out = cora.g.infer_all(tmp_path / "gcn", out_tensor="resumed", progress=lambda p, dn, t: phases.add(p.split("/")[0]))
+    # The first layer (GCN's x W over the inputs) is not run again.
+    assert phases == {"layer 2", "layer 3"}, phases
+    with torch.no_grad():
+        ref = m(cora.xt, cora.ei).numpy()
+    assert rel_err(np.asarray(out), ref) < TOL
+    again = cora.g.infer_all(tmp_path / "gcn", out_tensor="resumed", progress=lambda p, dn, t: phases.add("again"))
+    np.testing.assert_array_equal(again, out)
+    assert "again" not in phases  # everything was done: nothing runs
+
+
+def test_infer_all_other_model_starts_over_and_damage_is_caught(rand, tmp_path):
+    from solidgraph import CorruptionError
+
+    a, b = make_model("sage", 12, seed=7), make_model("sage", 12, seed=8)
+    export(a, tmp_path / "a")
+    export(b, tmp_path / "b")
+    rand.g.infer_all(tmp_path / "a", out_tensor="same")
+    out = np.array(rand.g.infer_all(tmp_path / "b", out_tensor="same"))
+    with torch.no_grad():
+        assert rel_err(out, b(rand.xt, rand.ei).numpy()) < TOL
+    f = Path(rand.g.path) / "infer" / "same" / "out.rows"
+    data = bytearray(f.read_bytes())
+    data[100] ^= 0x40
+    f.write_bytes(bytes(data))
+    with pytest.raises(CorruptionError, match="checksum"):
+        rand.g.infer_all(tmp_path / "b", out_tensor="same")
+
+
+def test_infer_all_bad_arguments(rand, sage_dir):
+    with pytest.raises(InvalidArgumentError, match="output name"):
+        rand.g.infer_all(sage_dir, out_tensor="../escape")
+    with pytest.raises(InvalidArgumentError, match="chunk_bytes"):
+        rand.g.infer_all(sage_dir, chunk_bytes=1000)
+    with pytest.raises(NotFoundError):
+        rand.g.infer_all(sage_dir, features="nope")

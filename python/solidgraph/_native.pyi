@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+from typing import IO, BinaryIO, ClassVar
 from typing import Callable, Iterable, Iterator, Literal, Mapping, Sequence, TypedDict, Union, final, overload, type_check_only
 
 import numpy as np
@@ -28,6 +29,22 @@ __all__ = [
     "import_graph",
     "load_model",
     "open",
+    "BlankNode",
+    "DefaultGraph",
+    "NamedNode",
+    "Quad",
+    "QuadIter",
+    "QueryBoolean",
+    "QueryResultsFormat",
+    "QuerySolution",
+    "QuerySolutions",
+    "QueryTriples",
+    "RdfFormat",
+    "RdfLiteral",
+    "RdfStore",
+    "Triple",
+    "Variable",
+    "rdf_error_classes",
 ]
 
 _StrPath = Union[str, os.PathLike[str]]
@@ -390,6 +407,22 @@ class Graph:
         `features` (one store tensor per model input) and runs the model,
         sampling the next batches while this one computes. Batch i samples
         with `solidgraph.infer.batch_seed(seed, i)`. See `solidgraph.infer`."""
+    def infer_all(
+        self,
+        model: _StrPath | InferModel,
+        out_tensor: str = "emb",
+        features: _Names = "x",
+        chunk_bytes: int = 268435456,
+        keep_intermediate: bool = False,
+        progress: _Progress = False,
+    ) -> _F32:
+        """Whole-graph GNN inference layer by layer: every node's output row
+        of `model`, each layer one pass over the in-lists and the previous
+        layer's rows, written to checksummed files in
+        `STORE/infer/out_tensor/` (memory bounded by `chunk_bytes`). Returns
+        a read-only float32 numpy.memmap of shape (num_nodes, out_dim) in node
+        order. An interrupted call resumes at the first unfinished layer when
+        repeated with the same model and store. See `solidgraph.infer`."""
     def random_walks(
         self, starts: _Ids, length: int, p: float = 1.0, q: float = 1.0, seed: int | None = None, direction: str = "out"
     ) -> _I64:
@@ -576,3 +609,245 @@ def cli_main(argv: Sequence[str]) -> int:
     returns its exit code (0 done, 1 failed, 2 bad usage); the console
     script `solidgraph` calls it. Writes to file descriptors 1 and 2, not
     sys.stdout; releases the GIL for the whole command."""
+
+# RDF (solidgraph.rdf re-exports these; `Store` is RdfStore). Shaped like
+# pyoxigraph's API.
+
+_Subject = Union[NamedNode, BlankNode]
+_Term = Union[NamedNode, BlankNode, RdfLiteral]
+_GraphName = Union[NamedNode, BlankNode, DefaultGraph]
+_RdfFormatArg = Union[RdfFormat, str]
+_ResultsFormatArg = Union[QueryResultsFormat, str]
+_Output = Union[_StrPath, BinaryIO, None]
+
+@final
+class NamedNode:
+    """An IRI; raises ValueError if `value` is not one."""
+
+    def __init__(self, value: str) -> None: ...
+    @property
+    def value(self) -> str: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class BlankNode:
+    """A blank node; a fresh unique one when `value` is None."""
+
+    def __init__(self, value: str | None = None) -> None: ...
+    @property
+    def value(self) -> str: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class RdfLiteral:
+    """A literal (`solidgraph.rdf.Literal`): simple, language-tagged (`language`) or typed (`datatype`)."""
+
+    def __init__(self, value: str, *, datatype: NamedNode | None = None, language: str | None = None) -> None: ...
+    @property
+    def value(self) -> str:
+        """The lexical form, as written."""
+    @property
+    def language(self) -> str | None: ...
+    @property
+    def datatype(self) -> NamedNode: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class DefaultGraph:
+    """The default graph."""
+
+    def __init__(self) -> None: ...
+    @property
+    def value(self) -> str: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Variable:
+    """A query variable (name without `?`)."""
+
+    def __init__(self, value: str) -> None: ...
+    @property
+    def value(self) -> str: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Triple:
+    def __init__(self, subject: _Subject, predicate: NamedNode, object: _Term) -> None: ...
+    @property
+    def subject(self) -> _Subject: ...
+    @property
+    def predicate(self) -> NamedNode: ...
+    @property
+    def object(self) -> _Term: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, i: int) -> _Term: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Quad:
+    """A triple in a graph; `graph_name` None is the default graph."""
+
+    def __init__(self, subject: _Subject, predicate: NamedNode, object: _Term, graph_name: _GraphName | None = None) -> None: ...
+    @property
+    def subject(self) -> _Subject: ...
+    @property
+    def predicate(self) -> NamedNode: ...
+    @property
+    def object(self) -> _Term: ...
+    @property
+    def graph_name(self) -> _GraphName: ...
+    @property
+    def triple(self) -> Triple: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, i: int) -> _Term | DefaultGraph: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class RdfFormat:
+    """An RDF syntax."""
+
+    N_TRIPLES: ClassVar[RdfFormat]
+    N_QUADS: ClassVar[RdfFormat]
+    TURTLE: ClassVar[RdfFormat]
+    TRIG: ClassVar[RdfFormat]
+    N3: ClassVar[RdfFormat]
+    RDF_XML: ClassVar[RdfFormat]
+    @staticmethod
+    def from_media_type(media_type: str) -> RdfFormat | None: ...
+    @staticmethod
+    def from_extension(extension: str) -> RdfFormat | None: ...
+    @property
+    def media_type(self) -> str: ...
+    @property
+    def file_extension(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class QueryResultsFormat:
+    """A SPARQL results syntax."""
+
+    JSON: ClassVar[QueryResultsFormat]
+    XML: ClassVar[QueryResultsFormat]
+    CSV: ClassVar[QueryResultsFormat]
+    TSV: ClassVar[QueryResultsFormat]
+    @staticmethod
+    def from_media_type(media_type: str) -> QueryResultsFormat | None: ...
+    @staticmethod
+    def from_extension(extension: str) -> QueryResultsFormat | None: ...
+    @property
+    def media_type(self) -> str: ...
+    @property
+    def file_extension(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class QuerySolution:
+    """One SELECT row: `solution["s"]`, `solution[0]` or `solution[Variable("s")]`; None where unbound."""
+
+    def __getitem__(self, key: int | str | Variable) -> _Term | None: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[_Term | None]: ...
+
+@final
+class QuerySolutions(Iterator[QuerySolution]):
+    """A SELECT's rows, streamed from the store in batches (GIL released)."""
+
+    @property
+    def variables(self) -> list[Variable]: ...
+    def __iter__(self) -> QuerySolutions: ...
+    def __next__(self) -> QuerySolution: ...
+    def serialize(self, output: _Output = None, format: _ResultsFormatArg | None = None) -> bytes | None:
+        """The remaining rows in `format` (JSON by default), as bytes when `output` is None."""
+
+@final
+class QueryBoolean:
+    """An ASK's answer: `bool(result)`."""
+
+    def __bool__(self) -> bool: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+    def serialize(self, output: _Output = None, format: _ResultsFormatArg | None = None) -> bytes | None: ...
+
+@final
+class QueryTriples(Iterator[Triple]):
+    """A CONSTRUCT's or DESCRIBE's triples, streamed."""
+
+    def __iter__(self) -> QueryTriples: ...
+    def __next__(self) -> Triple: ...
+    def serialize(self, output: _Output = None, format: _RdfFormatArg | None = None) -> bytes | None:
+        """The remaining triples in `format` (N-Triples by default), as bytes when `output` is None."""
+
+@final
+class QuadIter(Iterator[Quad]):
+    def __iter__(self) -> QuadIter: ...
+    def __next__(self) -> Quad: ...
+
+@final
+class RdfStore:
+    """An RDF store at `path` (a directory), made on its first load or update.
+    `solidgraph.rdf.Store` is this class."""
+
+    def __init__(self, path: _StrPath, *, read_only: bool = False, cache_bytes: int = 268435456) -> None: ...
+    @property
+    def path(self) -> pathlib.Path: ...
+    def bulk_load(
+        self,
+        input: bytes | str | IO[bytes] | IO[str] | None = None,
+        format: _RdfFormatArg | None = None,
+        *,
+        path: _StrPath | None = None,
+        base_iri: str | None = None,
+        to_graph: _GraphName | None = None,
+        lenient: bool = False,
+    ) -> None:
+        """External-memory bulk load into a new store; into an existing one, `load`."""
+    def load(
+        self,
+        input: bytes | str | IO[bytes] | IO[str] | None = None,
+        format: _RdfFormatArg | None = None,
+        *,
+        path: _StrPath | None = None,
+        base_iri: str | None = None,
+        to_graph: _GraphName | None = None,
+        lenient: bool = False,
+    ) -> None:
+        """Adds the data's quads as one durable update."""
+    def query(
+        self,
+        query: str,
+        *,
+        base_iri: str | None = None,
+        use_default_graph_as_union: bool = False,
+        timeout: float | None = None,
+        result_limit: int | None = None,
+    ) -> QuerySolutions | QueryBoolean | QueryTriples:
+        """Runs a SPARQL query with the GIL released; results are streamed."""
+    def update(self, update: str, *, base_iri: str | None = None) -> None:
+        """Runs a SPARQL update, durable when it returns."""
+    def quads_for_pattern(
+        self, subject: _Subject | None, predicate: NamedNode | None, object: _Term | None, graph_name: _GraphName | None = None
+    ) -> QuadIter: ...
+    def add(self, quad: Quad) -> None: ...
+    def extend(self, quads: Iterable[Quad]) -> None: ...
+    def remove(self, quad: Quad) -> None: ...
+    def flush(self) -> None: ...
+    def optimize(self) -> None:
+        """Folds pending updates into pages."""
+    def __len__(self) -> int: ...
+    def __contains__(self, quad: Quad) -> bool: ...
+
+def rdf_error_classes() -> tuple[type[SolidGraphError], type[SolidGraphError]]:
+    """(RdfSyntaxError, QueryTimeoutError), exported by solidgraph.rdf."""

@@ -1,5 +1,7 @@
 //! `solidgraph infer STORE --model DIR (--nodes FILE.npy | --all) --out FILE.npy`:
-//! GNN inference next to the store (crates/runner), output rows as a float32 .npy.
+//! GNN inference next to the store (crates/runner), output rows as a float32 .npy;
+//! `--all --tensor NAME`: whole-graph inference layer by layer (`runner::whole`)
+//! into `STORE/infer/NAME/out.rows`, resumable, with a report per layer.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,6 +9,7 @@ use std::sync::Arc;
 use clap::Args;
 use solidgraph_runner::Model;
 use solidgraph_runner::infer::{InferOptions, infer_nodes};
+use solidgraph_runner::whole::{WholeOptions, infer_all};
 use solidgraph_store::import::npy::{IntStream, read_header, write_npy};
 use solidgraph_store::{OpenOptions, Store};
 
@@ -14,6 +17,7 @@ use crate::util::{CliResult, parse_size};
 
 #[derive(Args)]
 #[command(group(clap::ArgGroup::new("which").required(true).args(["nodes", "all"])))]
+#[command(group(clap::ArgGroup::new("dest").required(true).args(["out", "tensor"])))]
 pub struct InferArgs {
     /// The store.
     pub path: PathBuf,
@@ -23,10 +27,23 @@ pub struct InferArgs {
     /// Target nodes: a 1-D integer .npy file.
     #[arg(long)]
     pub nodes: Option<PathBuf>,
-    /// Every node, in batches over full neighbourhoods (layer-by-layer whole-graph inference,
-    /// `infer_all`, is planned for large graphs; docs/DESIGN.md, Planned).
+    /// Every node: with --out, in batches over full neighbourhoods; with --tensor, layer by layer.
     #[arg(long)]
     pub all: bool,
+    /// With --all: whole-graph inference layer by layer (each layer one pass over the in-lists
+    /// and the previous layer's rows) into STORE/infer/NAME/out.rows (float32 rows in node
+    /// order, checksummed in out.crc); a rerun after a crash resumes at the unfinished layer.
+    #[arg(long, requires = "all")]
+    pub tensor: Option<String>,
+    /// With --tensor: bytes of rows one chunk holds at most (the memory bound), e.g. 256M.
+    #[arg(long, default_value = "256M", value_parser = parse_size)]
+    pub chunk_bytes: u64,
+    /// With --tensor: keep the intermediate layers' row files.
+    #[arg(long)]
+    pub keep_intermediate: bool,
+    /// With --tensor: the per-layer report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
     /// Neighbours per node at each hop, e.g. 25,10 (-1: all). Default: the full neighbourhood.
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     pub fanouts: Option<Vec<i64>>,
@@ -46,7 +63,7 @@ pub struct InferArgs {
     pub cache: u64,
     /// Output: a float32 .npy of shape (nodes, out_dim), rows in the order of the nodes.
     #[arg(long)]
-    pub out: PathBuf,
+    pub out: Option<PathBuf>,
 }
 
 fn read_nodes(path: &std::path::Path) -> CliResult<Vec<u64>> {
@@ -62,23 +79,68 @@ fn read_nodes(path: &std::path::Path) -> CliResult<Vec<u64>> {
     Ok(out)
 }
 
+fn bar(len: u64) -> indicatif::ProgressBar {
+    let pb = indicatif::ProgressBar::new(len);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} {per_sec} eta {eta}").expect("static template").progress_chars("=> "),
+    );
+    pb
+}
+
+/// `--all --tensor NAME`: layer by layer, one progress bar per layer.
+fn infer_all_cmd(a: &InferArgs, store: &Store, model: &Model, name: &str) -> CliResult {
+    let o = WholeOptions { out: name.to_string(), features: a.features.clone(), chunk_bytes: a.chunk_bytes as usize, keep_intermediate: a.keep_intermediate };
+    let pb = bar(store.num_nodes());
+    let r = infer_all(store, model, &o, &mut |p| {
+        pb.set_message(format!("layer {}/{}", p.level + 1, p.levels));
+        pb.set_position(p.done);
+    })?;
+    pb.finish_and_clear();
+    let levels: Vec<serde_json::Value> = r
+        .levels
+        .iter()
+        .map(|l| {
+            serde_json::json!({"layer": l.level + 1, "skipped": l.skipped, "seconds": l.seconds, "store_bytes": l.store_bytes,
+                "row_bytes": l.row_bytes, "written_bytes": l.written_bytes})
+        })
+        .collect();
+    if a.json {
+        let j = serde_json::json!({"path": r.path, "rows": r.rows, "cols": r.cols, "degree_seconds": r.degree_seconds, "layers": levels});
+        println!("{j}");
+    } else {
+        for l in &r.levels {
+            let what = if l.skipped {
+                "done before (skipped)".to_string()
+            } else {
+                format!("{:.2} s, {} B read from the store, {} B from row files, {} B written", l.seconds, l.store_bytes, l.row_bytes, l.written_bytes)
+            };
+            eprintln!("layer {}: {what}", l.level + 1);
+        }
+        eprintln!("{} rows of {} columns in {}", r.rows, r.cols, r.path.display());
+    }
+    Ok(())
+}
+
 pub fn infer_cmd(a: InferArgs) -> CliResult {
     let model = Model::load(&a.model)?;
     let store = Arc::new(Store::open(&a.path, &OpenOptions { cache_bytes: a.cache, ..Default::default() })?);
+    if let Some(name) = &a.tensor {
+        return infer_all_cmd(&a, &store, &model, name);
+    }
+    let Some(out_path) = a.out.clone() else {
+        return Err("--out FILE.npy names where the rows go (or --all --tensor NAME)".into());
+    };
     let nodes = match &a.nodes {
         Some(p) => read_nodes(p)?,
         None => (0..store.num_nodes()).collect(),
     };
     let o = InferOptions { fanouts: a.fanouts, batch_size: a.batch_size, features: a.features, seed: a.seed, workers: a.workers, ..Default::default() };
-    let pb = indicatif::ProgressBar::new(nodes.len() as u64);
-    pb.set_style(
-        indicatif::ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} {per_sec} eta {eta}").expect("static template").progress_chars("=> "),
-    );
+    let pb = bar(nodes.len() as u64);
     pb.set_message("infer");
     let out = infer_nodes(store, &model, &nodes, &o, &mut |done| pb.set_position(done as u64))?;
     pb.finish_and_clear();
     let bytes: Vec<u8> = out.data.iter().flat_map(|x| x.to_le_bytes()).collect();
-    write_npy(&a.out, "<f4", &[out.rows as u64, out.cols as u64], &bytes)?;
-    eprintln!("{} rows of {} columns written to {}", out.rows, out.cols, a.out.display());
+    write_npy(&out_path, "<f4", &[out.rows as u64, out.cols as u64], &bytes)?;
+    eprintln!("{} rows of {} columns written to {}", out.rows, out.cols, out_path.display());
     Ok(())
 }

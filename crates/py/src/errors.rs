@@ -268,6 +268,8 @@ fn runner_kind<'py>(py: Python<'py>, e: &RunnerError) -> PyResult<(Kind, Attrs<'
         | RunnerError::Block { .. }
         | RunnerError::NoKernel { .. } => (Kind::InvalidArgument, vec![]),
         RunnerError::Plugin { path, .. } => (Kind::InvalidArgument, vec![path_at(py, path)?]),
+        // A layer file of infer_all failed its checksum or size check.
+        RunnerError::RowFile { path, .. } => (Kind::Corruption, vec![path_at(py, path)?]),
         // A kernel that fails on inputs the plan checked: the engine's fault.
         RunnerError::Kernel { .. } => (Kind::Base, vec![]),
     })

@@ -383,6 +383,29 @@ impl Graph {
         crate::infer::infer(py, self.store()?, self.slot.clone(), model, nodes, fanouts, batch_size, features, seed, workers, prefetch, progress)
     }
 
+    /// Whole-graph GNN inference layer by layer: every node's output row of
+    /// `model`, each layer one pass over the in-lists and the previous
+    /// layer's rows, written to checksummed files in `STORE/infer/out_tensor/`
+    /// (memory bounded by `chunk_bytes`). Returns a read-only float32
+    /// numpy.memmap of shape (num_nodes, out_dim) in node order. A call
+    /// interrupted (a crash, a kill) resumes at the first unfinished layer
+    /// when repeated with the same model and store. See `solidgraph.infer`.
+    #[pyo3(signature = (model, out_tensor="emb".to_string(), features=crate::infer::Features::x(), chunk_bytes=256 << 20, keep_intermediate=false, progress=ProgressArg::default()))]
+    #[pyo3(text_signature = "(self, model, out_tensor='emb', features='x', chunk_bytes=268435456, keep_intermediate=False, progress=False)")]
+    #[allow(clippy::too_many_arguments)]
+    fn infer_all<'py>(
+        &self,
+        py: Python<'py>,
+        model: &Bound<'py, PyAny>,
+        out_tensor: String,
+        features: crate::infer::Features,
+        chunk_bytes: usize,
+        keep_intermediate: bool,
+        progress: ProgressArg<'py>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::infer::infer_all(py, self.store()?, model, out_tensor, features, chunk_bytes, keep_intermediate, progress)
+    }
+
     /// Random walks from `starts`, all advanced together: an int64 array of
     /// shape (len(starts), length + 1) whose first column is `starts`.
     /// p != 1 or q != 1 gives node2vec's second-order walks. A walk at a

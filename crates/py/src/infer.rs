@@ -9,6 +9,7 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use solidgraph_runner::Model;
 use solidgraph_runner::infer::{InferOptions, full_fanouts, infer_nodes};
+use solidgraph_runner::whole::{WholeOptions, infer_all as run_all};
 use solidgraph_store::Store;
 
 use crate::convert::u64_vec;
@@ -149,4 +150,33 @@ pub fn infer<'py>(
         .map_err(err)?;
     let (rows, cols) = (out.rows, out.cols);
     PyArray1::from_vec(py, out.data).call_method1("reshape", ((rows, cols),))
+}
+
+/// The body of `Graph.infer_all`: layers run with the GIL released; the
+/// output rows come back as a read-only numpy.memmap of the checked file.
+#[allow(clippy::too_many_arguments)]
+pub fn infer_all<'py>(
+    py: Python<'py>,
+    store: Arc<Store>,
+    model: &Bound<'py, PyAny>,
+    out_tensor: String,
+    features: Features,
+    chunk_bytes: usize,
+    keep_intermediate: bool,
+    progress: ProgressArg<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let model = model_arg(py, model)?;
+    let rep = Reporter::new(py, "infer_all", progress)?;
+    let o = WholeOptions { out: out_tensor, features: features.names(), chunk_bytes, keep_intermediate };
+    let r =
+        py.allow_threads(|| run_all(&store, &model, &o, &mut |p| rep.report(&format!("layer {}/{}", p.level + 1, p.levels), p.done, p.total))).map_err(err)?;
+    let np = py.import("numpy")?;
+    if r.rows == 0 {
+        return np.getattr("zeros")?.call1(((0usize, r.cols), "float32"));
+    }
+    let kw = pyo3::types::PyDict::new(py);
+    kw.set_item("dtype", "float32")?;
+    kw.set_item("mode", "r")?;
+    kw.set_item("shape", (r.rows, r.cols))?;
+    np.getattr("memmap")?.call((r.path,), Some(&kw))
 }

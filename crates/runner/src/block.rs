@@ -25,7 +25,13 @@ pub struct Block {
     indptr: Arc<[usize]>,
     indices: Arc<[u32]>,
     weights: Option<Arc<[f32]>>,
+    /// Every source's degree in the whole graph, per (self-loops, weighted) view, for
+    /// GCN's normalisation in a block that holds only part of the graph (`infer_all`'s chunks).
+    degrees: Option<Arc<SrcDegrees>>,
 }
+
+/// Per (self-loops, weighted) view, each source's weighted in-degree in the whole graph (with its loop).
+pub type SrcDegrees = Vec<((SelfLoops, bool), Vec<f32>)>;
 
 impl Block {
     /// A block from its CSR by destination, every invariant checked.
@@ -51,7 +57,7 @@ impl Block {
                 return bad(format!("edge weight {at} is not finite ({})", w[at]));
             }
         }
-        Ok(Block { n_dst, n_src, indptr: indptr.into(), indices: indices.into(), weights: weights.map(Into::into) })
+        Ok(Block { n_dst, n_src, indptr: indptr.into(), indices: indices.into(), weights: weights.map(Into::into), degrees: None })
     }
 
     /// A block from edges `src[i] -> dst[i]` in local ids; each destination's
@@ -86,6 +92,16 @@ impl Block {
             *p += 1;
         }
         Block::new(n_dst, n_src, indptr, indices, w)
+    }
+
+    /// The block with each source's whole-graph degrees (one value per source per view),
+    /// which GCN's normalisation then uses instead of the degrees seen in the block.
+    pub fn with_degrees(mut self, degrees: SrcDegrees) -> Result<Block> {
+        if let Some((_, d)) = degrees.iter().find(|(_, d)| d.len() != self.n_src) {
+            return Err(RunnerError::Block { index: 0, message: format!("{} source degrees for {} sources", d.len(), self.n_src) });
+        }
+        self.degrees = Some(Arc::new(degrees));
+        Ok(self)
     }
 
     pub fn n_dst(&self) -> usize {
@@ -125,7 +141,10 @@ impl Block {
             SelfLoops::Add => self.with_loops(weighted),
         };
         if norm == Norm::Sym {
-            v.normalise_sym();
+            match self.degrees.as_deref().and_then(|d| d.iter().find(|(k, _)| *k == (loops, weighted))) {
+                Some((_, deg)) => v.normalise_by(deg),
+                None => v.normalise_sym(),
+            }
         }
         v.check();
         v
@@ -197,6 +216,12 @@ impl EdgeView {
                 deg[s as usize] += self.coef[e];
             }
         }
+        self.normalise_by(&deg);
+    }
+
+    /// `normalise_sym` with given source degrees (destinations are the first sources).
+    fn normalise_by(&mut self, deg: &[f32]) {
+        assert_eq!(deg.len(), self.n_src, "one degree per source");
         let inv: Vec<f32> = deg.iter().map(|&d| if d > 0.0 { 1.0 / d.sqrt() } else { 0.0 }).collect();
         for i in 0..self.n_dst {
             for e in self.indptr[i]..self.indptr[i + 1] {

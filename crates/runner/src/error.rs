@@ -44,6 +44,9 @@ pub enum RunnerError {
     NoKernel { op: String },
     #[error("kernel {kernel:?} for op {index} ({op}) failed: {message}")]
     Kernel { index: usize, op: String, kernel: String, message: String },
+    /// A row file of `infer_all` (a layer's output) that is damaged or not the one recorded.
+    #[error("{path}: {message}")]
+    RowFile { path: PathBuf, message: String },
     #[error("plugin {path}: {message}")]
     Plugin { path: PathBuf, message: String },
     /// Sampling or gathering for inference failed in the engine or the store.

@@ -15,6 +15,8 @@
 //! - [`model`]: [`Model::load`], [`Model::run`] (one mini-batch), [`Model::run_sample`].
 //! - [`infer`]: [`infer_nodes`], batched inference over a store, sampling and gathering
 //!   ahead of the model like the engine's loader.
+//! - [`whole`]: [`infer_all`], whole-graph inference layer by layer into
+//!   checksummed row files ([`rowfile`]), resumable per layer.
 //! - [`models`]: builders of GCN, GraphSAGE, GIN, GAT and NGCF, with their exact
 //!   semantics (what matches PyG) in that module's docs.
 //!
@@ -35,8 +37,10 @@ pub mod models;
 pub mod plan;
 pub mod plugin;
 pub mod registry;
+pub mod rowfile;
 pub mod tensor;
 pub mod weights;
+pub mod whole;
 
 pub use block::{Block, EdgeView, blocks_from_sample, blocks_full};
 pub use dfg::{Dfg, Node, Op};
@@ -48,3 +52,4 @@ pub use plugin::PluginDir;
 pub use registry::{Device, Registry};
 pub use tensor::Tensor;
 pub use weights::Weight;
+pub use whole::{WholeOptions, WholeReport, infer_all};

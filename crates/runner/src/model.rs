@@ -99,6 +99,32 @@ impl Model {
         }
     }
 
+    /// The plan the model runs (fused), for runners that split it (`whole`).
+    pub(crate) fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The kernel of plan step `step`.
+    pub(crate) fn kernel(&self, step: usize) -> &Arc<dyn Kernel> {
+        &self.kernels[step]
+    }
+
+    /// The weight in plan slot `w`.
+    pub(crate) fn weight(&self, w: usize) -> &Tensor {
+        &self.weights[w]
+    }
+
+    /// CRC32C of the DFG as written and of every weight's values: two models
+    /// with the same fingerprint compute the same function.
+    pub fn fingerprint(&self) -> u32 {
+        let mut crc = crc32c::crc32c(self.dfg.to_json().as_bytes());
+        for w in &self.weights {
+            let bytes: Vec<u8> = w.data.iter().flat_map(|x| x.to_le_bytes()).collect();
+            crc = crc32c::crc32c_append(crc, &bytes);
+        }
+        crc
+    }
+
     /// (op index, op, kernel) of every step: which kernel the registry chose.
     pub fn kernel_names(&self) -> Vec<(usize, &'static str, String)> {
         self.plan.steps.iter().zip(&self.kernels).map(|(s, k)| (s.index, s.op.name(), k.name().to_string())).collect()
