@@ -97,6 +97,27 @@ pub fn recover(bytes: &[u8], path: &Path) -> Result<Recovered> {
     Ok(Recovered { records, valid_len: at as u64 })
 }
 
+/// The records past `checkpoint`, which must follow it without a gap: the
+/// log is emptied only once a superblock names its records, so a first
+/// record past `checkpoint + 1` means the superblock is older than the log
+/// (its newer copy lost) and the updates between are gone; an error, not
+/// an older graph.
+pub fn past_checkpoint(records: Vec<Record>, checkpoint: u64, path: &Path) -> Result<Vec<Record>> {
+    let pending: Vec<Record> = records.into_iter().filter(|r| r.0 > checkpoint).collect();
+    if let Some(first) = pending.first()
+        && first.0 != checkpoint + 1
+    {
+        return Err(StoreError::BadInput {
+            path: path.to_path_buf(),
+            reason: format!(
+                "the log starts at LSN {} but the superblock's checkpoint is {checkpoint}: updates in between are lost (a damaged superblock copy?); run `solidgraph verify` and restore from a copy",
+                first.0
+            ),
+        });
+    }
+    Ok(pending)
+}
+
 /// Whether a complete, checksummed record starts anywhere at or after `from`.
 fn valid_record_after(bytes: &[u8], from: usize) -> bool {
     let magic = MAGIC.to_le_bytes();
@@ -154,7 +175,8 @@ impl Wal {
             durable: Mutex::new(last),
             syncing: Mutex::new(()),
         };
-        Ok((wal, rec.records.into_iter().filter(|r| r.0 > checkpoint).collect()))
+        let pending = past_checkpoint(rec.records, checkpoint, path)?;
+        Ok((wal, pending))
     }
 
     /// Empties the log after a checkpoint covering every appended record
@@ -274,6 +296,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_gap_after_the_checkpoint_is_an_error() {
+        let (img, _) = image(8);
+        let p = Path::new("wal");
+        let recs = recover(&img, p).unwrap().records;
+        assert_eq!(past_checkpoint(recs.clone(), 0, p).unwrap().len(), 8);
+        assert_eq!(past_checkpoint(recs.clone(), 5, p).unwrap().len(), 3);
+        assert!(past_checkpoint(recs.clone(), 8, p).unwrap().is_empty());
+        // Records 3..=8 after a checkpoint at 1: 2 is missing.
+        assert!(past_checkpoint(recs[2..].to_vec(), 1, p).is_err());
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub(crate) fn read_log(dir: &Path, base: &Base) -> Result<Vec<Record>> {
         return Ok(Vec::new());
     }
     let bytes = std::fs::read(&path).map_err(file_err(&path))?;
-    Ok(wal::recover(&bytes, &path)?.records.into_iter().filter(|r| r.0 > base.sb.checkpoint_lsn).collect())
+    wal::past_checkpoint(wal::recover(&bytes, &path)?.records, base.sb.checkpoint_lsn, &path)
 }
 
 /// A WAL record: the change in edge count (computed at validation, so replay
