@@ -13,7 +13,7 @@ PIP_DEPS  := maturin pytest numpy networkx mypy pyoxigraph
 # pull CUDA libraries: ~100 s and ~5 GB, once (stamp file).
 TORCH_DEPS := torch torch_geometric scipy
 
-.PHONY: test demo build develop stubtest lint venv venv-torch apt-fio clean protos venv-client
+.PHONY: test demo build develop stubtest lint venv venv-torch apt-fio clean protos venv-client fuzz
 
 $(VENV)/.ready:
 	python3 -m venv $(VENV)
@@ -91,6 +91,20 @@ lint: venv
 	$(CARGO) fmt --all --check
 	PYO3_PYTHON=$(abspath $(PY)) $(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(MAKE) stubtest
+
+# Each cargo-fuzz target (fuzz/) for FUZZ_SECONDS, one at a time and one
+# job, on nightly (libFuzzer); new inputs go to FUZZ_WORK, the kept corpora
+# in fuzz/corpus are only read. `make test` replays those corpora on stable
+# (crates/fuzzcheck/tests/corpus.rs).
+FUZZ_SECONDS ?= 20
+FUZZ_WORK    ?= /tmp/solidgraph-fuzz
+FUZZ_TARGETS := edges tensor_npy page store_bytes wal
+
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install -q cargo-fuzz
+	@for t in $(FUZZ_TARGETS); do mkdir -p $(FUZZ_WORK)/$$t; \
+	  (cd fuzz && $(CARGO) +nightly fuzz run -O $$t $(FUZZ_WORK)/$$t corpus/$$t -- \
+	    -max_total_time=$(FUZZ_SECONDS) -jobs=1 -workers=1 -rss_limit_mb=4096 -timeout=20) || exit 1; done
 
 test: venv venv-torch venv-client build develop
 	$(CARGO) test $(CARGO_SEL)

@@ -57,7 +57,9 @@ pub struct Header {
     pub aux: u32,
 }
 
-fn checksum(page_no: u64, page: &[u8]) -> u32 {
+/// The checksum page `page_no` holding `page` carries (public so that
+/// fuzz targets can seal pages of arbitrary bytes).
+pub fn checksum(page_no: u64, page: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(&page_no.to_le_bytes()), &page[4..])
 }
 

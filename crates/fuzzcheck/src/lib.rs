@@ -1,0 +1,235 @@
+//! Bodies of the fuzz targets in `fuzz/` (cargo-fuzz, libFuzzer): each
+//! takes arbitrary bytes and must return without a panic, a hang or an
+//! unbounded allocation, whatever the bytes. Decoders of stored pages are
+//! fed bytes past the checksum: the target recomputes it, so the decoder
+//! itself must hold. `tests/corpus.rs` replays the corpora on stable.
+//!
+//! Targets: `edges` (text, CSV and .npy edge parsers), `tensor_npy` (.npy
+//! node tensors through an import), `page` (one page of a small store
+//! replaced, its kind kept), `store_bytes` (a byte range of a small store
+//! overwritten), `wal` (update records replayed at open).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use solidgraph_engine::bfs::bfs;
+use solidgraph_engine::sampler::{SampleOptions, sample_neighbors};
+use solidgraph_io::SimDisk;
+use solidgraph_store::*;
+
+pub const TARGETS: [&str; 5] = ["edges", "tensor_npy", "page", "store_bytes", "wal"];
+
+/// Runs target `name` on `data`.
+pub fn run(name: &str, data: &[u8]) {
+    match name {
+        "edges" => edges(data),
+        "tensor_npy" => tensor_npy(data),
+        "page" => page(data),
+        "store_bytes" => store_bytes(data),
+        "wal" => wal(data),
+        _ => panic!("no fuzz target {name}"),
+    }
+}
+
+/// Edges read from any one input at most (inputs are small; a limit keeps
+/// a target from spinning on a parser that does not advance).
+const MAX_EDGES: usize = 1 << 16;
+
+/// A scratch directory for files the parsers read (one per process:
+/// libFuzzer runs one input at a time, and the lock serializes tests).
+fn scratch() -> std::sync::MutexGuard<'static, PathBuf> {
+    static DIR: OnceLock<Mutex<PathBuf>> = OnceLock::new();
+    let m = DIR.get_or_init(|| Mutex::new(tempfile::tempdir().expect("scratch dir").keep()));
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// data[0] picks the format and the columns asked for; the rest is the file.
+pub fn edges(data: &[u8]) {
+    let Some((&sel, body)) = data.split_first() else { return };
+    let dir = scratch();
+    let ext = ["txt", "csv", "npy"][sel as usize % 3];
+    let path = dir.join(format!("edges.{ext}"));
+    std::fs::write(&path, body).expect("write scratch");
+    let input = EdgeInput::File(path);
+    let Ok(mut r) = import::source::open(&input, sel & 0x10 != 0, sel & 0x20 != 0) else { return };
+    for _ in 0..MAX_EDGES {
+        match r.next_edge() {
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => break,
+        }
+    }
+}
+
+/// data is a .npy file imported as node tensor "t" beside a 4-vertex graph.
+pub fn tensor_npy(data: &[u8]) {
+    let dir = scratch();
+    let npy = dir.join("t.npy");
+    std::fs::write(&npy, data).expect("write scratch");
+    let out = dir.join("t.sg");
+    let _ = std::fs::remove_dir_all(&out);
+    let e = EdgeInput::Memory { src: vec![0, 1, 2], dst: vec![1, 2, 3], weights: None, labels: None };
+    let t = TensorInput { name: "t".into(), data: TensorData::Npy(npy) };
+    let o = ImportOptions { num_nodes: Some(4), ..Default::default() };
+    if import(&out, &[e], &[t], &o, &|_, _, _| {}).is_ok() {
+        let s = Store::open(&out, &OpenOptions { cache_bytes: 1 << 20, ..Default::default() }).expect("a store just imported opens");
+        s.verify(&mut |_, _| {}).expect("a store just imported verifies");
+        s.tensor("t", &[0, 1, 2, 3]).expect("rows of a store just imported read");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// A small store with every page kind an import writes and a merge adds:
+/// its member image and directory (with an empty log). Built once.
+pub struct Fixture {
+    pub dir: PathBuf,
+    pub image: Vec<u8>,
+    pub page_size: usize,
+    /// The checkpoint LSN of the image's superblock.
+    pub checkpoint: u64,
+}
+
+pub fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("fixture dir").keep().join("g.sg");
+        let n = 300u64;
+        let (mut a, mut b) = (vec![], vec![]);
+        let mut x = 12345u64;
+        for d in 1..n {
+            a.push(7);
+            b.push(d);
+        }
+        for _ in 0..900 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            a.push((x >> 33) % n);
+            b.push((x >> 13) % n);
+        }
+        let w: Vec<f32> = (0..a.len()).map(|i| (i % 7) as f32).collect();
+        let l: Vec<u32> = (0..a.len()).map(|i| (i % 3) as u32).collect();
+        let rows: Vec<u8> = (0..n * 3).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        let t = TensorInput { name: "x".into(), data: TensorData::Memory { dtype: DType::F32, rows: n, dim: 3, bytes: rows } };
+        let o = ImportOptions {
+            in_edges: true,
+            weights: true,
+            labels: true,
+            dedup: true,
+            num_nodes: Some(n),
+            page_size: 4096,
+            order: order::VertexOrder::Degree,
+            ..Default::default()
+        };
+        import(&dir, &[EdgeInput::Memory { src: a, dst: b, weights: Some(w), labels: Some(l) }], &[t], &o, &|_, _, _| {}).expect("fixture import");
+        let s = Store::open(&dir, &OpenOptions { writable: true, cache_bytes: 1 << 20, ..Default::default() }).expect("fixture open");
+        s.add_vertices(3, &[("x".into(), vec![0u8; 3 * 3 * 4])], true).expect("fixture add_vertices");
+        s.delete_vertices(&[5], true).expect("fixture delete");
+        s.merge().expect("fixture merge");
+        let checkpoint = s.superblock().checkpoint_lsn;
+        drop(s);
+        let image = std::fs::read(member_path(&dir, 0)).expect("fixture image");
+        std::fs::write(dir.join("wal.log"), b"").expect("fixture log");
+        Fixture { dir, image, page_size: 4096, checkpoint }
+    })
+}
+
+/// Opens the image (member 0 on a simulated disk, the log from `dir`) and
+/// runs every read; errors are fine, panics are not.
+pub fn exercise(dir: &Path, image: Vec<u8>) {
+    let disk = SimDisk::new(1, 1);
+    disk.load(0, image);
+    let o = OpenOptions { cache_bytes: 1 << 20, backend: BackendChoice::Sim(disk), ..Default::default() };
+    let Ok(s) = Store::open(dir, &o) else { return };
+    let _ = s.verify(&mut |_, _| {});
+    reads(&s);
+}
+
+/// Every read API on the whole store, each error ignored.
+pub fn reads(s: &Store) {
+    let n = s.num_nodes().min(1 << 16);
+    let ids: Vec<u64> = (0..n).collect();
+    for dir in [Direction::Out, Direction::In, Direction::Lower] {
+        let _ = s.neighbors(&ids, dir, s.has_weights(), s.has_labels());
+        let _ = s.degree(&ids, dir);
+        let _ = s.extent_degrees(&ids, dir);
+        let _ = s.read_range(dir, 0, n, s.has_weights(), false, Csr::default());
+        let _ = s.neighbors_drawn(&ids, dir, |_, d, out| out.extend((0..d.min(3)).map(|k| k as usize)));
+    }
+    let _ = s.edge_weights(&ids[..n.min(50) as usize], &ids[..n.min(50) as usize]);
+    let _ = s.external_ids();
+    let _ = s.lower_degrees();
+    for t in s.tensors() {
+        let _ = s.tensor(&t.name, &ids);
+    }
+    let seeds: Vec<u64> = ids.iter().copied().take(8).collect();
+    let o = SampleOptions { fanouts: vec![3, 2], tensors: s.tensors().into_iter().map(|t| t.name).collect(), ..Default::default() };
+    let _ = sample_neighbors(s, &seeds, &o);
+    if n > 0 {
+        let _ = bfs(s, 0, None, true, &|_, _, _| {});
+    }
+}
+
+/// Recomputes page `p`'s checksum in `image` (see `page::seal`).
+pub fn reseal(image: &mut [u8], page_size: usize, p: usize) {
+    let pg = &mut image[p * page_size..(p + 1) * page_size];
+    let crc = solidgraph_store::page::checksum(p as u64, pg);
+    pg[0..4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// data[0..2] picks a page of the fixture; data[2..] replaces its bytes
+/// after the checksum and kind (repeated to fill the page), then the
+/// checksum is recomputed.
+pub fn page(data: &[u8]) {
+    let f = fixture();
+    if data.len() < 3 {
+        return;
+    }
+    let pages = f.image.len() / f.page_size;
+    let p = u16::from_le_bytes([data[0], data[1]]) as usize % pages;
+    let mut image = f.image.clone();
+    let body = &data[2..];
+    let pg = &mut image[p * f.page_size..(p + 1) * f.page_size];
+    for (i, b) in pg[5..].iter_mut().enumerate() {
+        *b = body[i % body.len()];
+    }
+    reseal(&mut image, f.page_size, p);
+    exercise(&f.dir, image);
+}
+
+/// data[0..4] is a byte offset into the fixture; data[4..] is written
+/// there (up to a page), then the checksums of the pages touched are
+/// recomputed.
+pub fn store_bytes(data: &[u8]) {
+    let f = fixture();
+    if data.len() < 5 {
+        return;
+    }
+    let mut image = f.image.clone();
+    let at = u32::from_le_bytes(data[0..4].try_into().expect("4")) as usize % image.len();
+    let body = &data[4..data.len().min(4 + f.page_size)];
+    let end = (at + body.len()).min(image.len());
+    image[at..end].copy_from_slice(&body[..end - at]);
+    for p in at / f.page_size..=(end - 1) / f.page_size {
+        reseal(&mut image, f.page_size, p);
+    }
+    exercise(&f.dir, image);
+}
+
+/// data is a list of update payloads, each `len u16 | bytes`, written as
+/// log records with valid checksums and consecutive LSNs after the
+/// fixture's checkpoint: replay at open decodes them.
+pub fn wal(data: &[u8]) {
+    let f = fixture();
+    let mut log = Vec::new();
+    let (mut at, mut lsn) = (0, f.checkpoint + 1);
+    while at + 2 <= data.len() {
+        let len = u16::from_le_bytes([data[at], data[at + 1]]) as usize;
+        let p = &data[at + 2..(at + 2 + len).min(data.len())];
+        wal::encode(lsn, p, &mut log);
+        at += 2 + len;
+        lsn += 1;
+    }
+    let dir = scratch();
+    let d = dir.join("wal.sg");
+    std::fs::create_dir_all(&d).expect("scratch store dir");
+    std::fs::write(d.join("wal.log"), &log).expect("write log");
+    exercise(&d, f.image.clone());
+}
