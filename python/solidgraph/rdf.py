@@ -27,7 +27,7 @@ OSError).
 from solidgraph._native import (
     BlankNode,
     DefaultGraph,
-    Literal,
+    RdfLiteral as Literal,
     NamedNode,
     QuadIter,
     Quad,

@@ -182,7 +182,7 @@ impl PyBlankNode {
 }
 
 /// A literal, as pyoxigraph's `Literal`: a simple, language-tagged or typed value.
-#[pyclass(module = "solidgraph._native", name = "Literal", frozen, eq, hash)]
+#[pyclass(module = "solidgraph._native", name = "RdfLiteral", frozen, eq, hash)]
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct PyLiteral {
     pub inner: Literal,
