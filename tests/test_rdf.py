@@ -354,3 +354,28 @@ def test_non_canonical_forms_stay_distinct(tmp_path):
     b.update(f'DELETE DATA {{ <{EX}s> <{EX}p> "01"^^<{XSD}integer> }}')
     assert len(b) == 5
     assert f'"01"^^<{XSD}integer>' not in {str(q.object) for q in b.quads_for_pattern(None, None, None, None)}
+
+
+def test_input_quads_and_read_only(tmp_path):
+    """`input=` data in Turtle and TriG, add/remove/in, and a read-only open."""
+    ttl = f"@prefix ex: <{EX}> .\nex:a ex:p ex:b, ex:c ; ex:q \"x\"@en .\n"
+    trig = f"@prefix ex: <{EX}> .\nex:g {{ ex:a ex:p ex:d }}\n"
+    a, b = ox.Store(), sg.Store(str(tmp_path / "sg"))
+    for s, m in ((a, ox), (b, sg)):
+        s.load(input=ttl.encode(), format=m.RdfFormat.TURTLE)
+        s.load(input=trig, format=m.RdfFormat.TRIG)
+    assert all_quads(a) == all_quads(b) and len(b) == 4
+    q = sg.Quad(sg.NamedNode(f"{EX}a"), sg.NamedNode(f"{EX}p"), sg.NamedNode(f"{EX}z"), sg.NamedNode(f"{EX}g"))
+    assert q not in b
+    b.add(q)
+    assert q in b and len(b) == 5
+    b.remove(q)
+    assert q not in b and len(b) == 4
+    same(a, b, "SELECT ?g ?s WHERE { GRAPH ?g { ?s ?p ?o } }")
+    del b
+    gc.collect()
+    r = sg.Store(str(tmp_path / "sg"), read_only=True)
+    assert all_quads(r) == all_quads(a)
+    with pytest.raises(ValueError):
+        r.update(f"INSERT DATA {{ <{EX}a> <{EX}p> <{EX}e> }}")
+    assert len(r) == 4
