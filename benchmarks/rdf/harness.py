@@ -175,6 +175,14 @@ class Cgroup:
                 pass
 
 
+class Failed(Exception):
+    """A contender's run that did not finish: killed or past the timeout."""
+
+
+# Seconds a worker may take (--timeout).
+TIMEOUT = 600
+
+
 def spawn(engine: str, task: str, cg: Cgroup, **kw) -> dict:
     cmd = [sys.executable, __file__, "worker", "--engine", engine, "--task", task]
     if CACHE_MIB:
@@ -183,7 +191,12 @@ def spawn(engine: str, task: str, cg: Cgroup, **kw) -> dict:
         cmd += ["--cgroup", cg.name]
     for k, v in kw.items():
         cmd += [f"--{k}", str(v)]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise Failed(f"{engine} {task}: no answer in {TIMEOUT} s") from None
+    if p.returncode == -9:
+        raise Failed(f"{engine} {task}: killed (SIGKILL: the memory limit's OOM killer)")
     if p.returncode != 0:
         raise RuntimeError(f"{engine} {task} failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -214,7 +227,8 @@ def driver(a) -> int:
         t = time.perf_counter()
         lubm.main(["--scale", str(a.scale), "--out", data])
         log(f"generated {data} in {time.perf_counter() - t:.1f} s")
-    global CACHE_MIB
+    global CACHE_MIB, TIMEOUT
+    TIMEOUT = a.timeout
     CACHE_MIB = a.cache_mib if a.cache_mib is not None else a.mem_mib // 4
     engines = a.engines.split(",")
     limit = a.mem_mib << 20 if a.mem_mib else None
@@ -222,7 +236,7 @@ def driver(a) -> int:
     root = os.geteuid() == 0
     names = [n for n in (a.queries.split(",") if a.queries else queries.QUERIES)]
     report: dict = {"scale": a.scale, "data": data, "data_bytes": os.path.getsize(data), "mem_limit": limit,
-                    "load_mem_limit": load_limit, "root": root, "load": {}, "cold": {}, "warm": {}, "throughput": {}}
+                    "load_mem_limit": load_limit, "root": root, "load": {}, "cold": {}, "warm": {}, "throughput": {}, "failed": {}}
     if not root:
         log("not root: no cgroup, no drop_caches; 'cold' runs are not cold")
 
@@ -255,23 +269,38 @@ def driver(a) -> int:
         for r in range(a.rounds if a.cold else 0):
             for name in names:
                 for e in alternate(engines, r):
-                    x = spawn(e, "cold", cgs[e], store=os.path.join(a.dir, f"{e}.store"), query=name)
+                    try:
+                        x = spawn(e, "cold", cgs[e], store=os.path.join(a.dir, f"{e}.store"), query=name)
+                    except Failed as f:
+                        report["failed"].setdefault(e, {})[name] = str(f)
+                        log(f"cold r{r} {e} {name}: FAILED: {f}")
+                        continue
                     report["cold"].setdefault(e, {}).setdefault(name, []).append(x["seconds"])
                     answers.setdefault(name, {})[e] = x["answer"]
                     log(f"cold r{r} {e} {name}: {x['seconds'] * 1e3:.1f} ms ({x['answer']})")
         for r in range(a.rounds if a.warm else 0):
             for e in alternate(engines, r):
-                x = spawn(e, "warm", cgs[e], store=os.path.join(a.dir, f"{e}.store"), queries=",".join(names),
-                          repeat=a.repeat)
+                try:
+                    x = spawn(e, "warm", cgs[e], store=os.path.join(a.dir, f"{e}.store"), queries=",".join(names),
+                              repeat=a.repeat)
+                except Failed as f:
+                    report["failed"].setdefault(e, {})["warm"] = str(f)
+                    log(f"warm r{r} {e}: FAILED: {f}")
+                    continue
                 for name, q in x["queries"].items():
                     report["warm"].setdefault(e, {}).setdefault(name, []).append(q["seconds"])
                     answers.setdefault(name, {})[e] = q["answer"]
                 log(f"warm r{r} {e}: done")
         if a.clients:
             for e in engines:
-                x = spawn(e, "clients", cgs[e], store=os.path.join(a.dir, f"{e}.store"),
-                          queries=",".join(n for n in names if n not in a.heavy.split(",")),
-                          clients=a.clients, seconds=a.seconds)
+                try:
+                    x = spawn(e, "clients", cgs[e], store=os.path.join(a.dir, f"{e}.store"),
+                              queries=",".join(n for n in names if n not in a.heavy.split(",")),
+                              clients=a.clients, seconds=a.seconds)
+                except Failed as f:
+                    report["failed"].setdefault(e, {})["throughput"] = str(f)
+                    log(f"throughput {e}: FAILED: {f}")
+                    continue
                 report["throughput"][e] = x["throughput"]
                 log(f"throughput {e}: {x['throughput']}")
     finally:
@@ -308,7 +337,7 @@ def summarize(rep: dict, engines: list[str], names: list[str]) -> None:
     for mode in ("cold", "warm"):
         if not rep[mode]:
             continue
-        p(f"\n## Queries, {mode} (median of rounds, ms)")
+        p(f"\n## Queries, {mode} (median of rounds, ms; geometric means over the queries every contender finished)")
         p(f"{'query':16s}" + "".join(f"{e:>13s}" for e in engines) + ("       ratio" if len(engines) == 2 else "")
           + "  answer")
         med = {e: {n: sorted(v)[len(v) // 2] for n, v in rep[mode].get(e, {}).items()} for e in engines}
@@ -318,7 +347,7 @@ def summarize(rep: dict, engines: list[str], names: list[str]) -> None:
                 row += f"{ratio(med, engines, n):12.2f}"
             p(row + f"  {rep['answers'].get(n)}")
         for kind in ("lubm", "path", None):
-            sel = [n for n in names if kind is None or queries.QUERIES[n][0] == kind]
+            sel = [n for n in names if (kind is None or queries.QUERIES[n][0] == kind) and all(n in med[e] for e in engines)]
             gm = {e: gmean([med[e][n] for n in sel if n in med[e]]) for e in engines}
             row = f"{'geomean ' + (kind or 'all'):16s}" + "".join(f"{gm[e] * 1e3:13.2f}" for e in engines)
             if len(engines) == 2:
@@ -331,6 +360,9 @@ def summarize(rep: dict, engines: list[str], names: list[str]) -> None:
         for e in engines:
             t = rep["throughput"].get(e, {})
             p(f"{e:11s}" + "".join(f"{t.get(c, float('nan')):10.1f}" for c in cs))
+    for e, fs in rep["failed"].items():
+        for n, why in fs.items():
+            p(f"FAILED {e} {n}: {why}")
     if rep["mismatches"]:
         p(f"\nANSWERS DIFFER: {rep['mismatches']}")
     if len(engines) == 2:
@@ -371,9 +403,10 @@ def main() -> int:
     ap.add_argument("--no-cold", dest="cold", action="store_false")
     ap.add_argument("--no-warm", dest="warm", action="store_false")
     ap.add_argument("--clients", default="1,2,4,8,16", help="client counts for throughput ('' to skip)")
-    ap.add_argument("--heavy", default="Q2,Q6,Q8,Q14,P1_suborg_all,P2_advisor_dept,P3_advisor_univ",
-                    help="queries left out of the throughput mix (whole-graph scans)")
+    ap.add_argument("--heavy", default="Q2,Q4,Q6,Q7,Q8,Q9,Q13,Q14,P1_suborg_all,P2_advisor_dept,P3_advisor_univ,P6_knows_plus",
+                    help="queries left out of the throughput mix (scans and long joins)")
     ap.add_argument("--seconds", type=float, default=10.0, help="per client count")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per worker before it counts as failed")
     ap.add_argument("--reload", action="store_true", help="load again even if a store exists")
     ap.add_argument("--json", help="also write the report as JSON here")
     return driver(ap.parse_args())
