@@ -940,7 +940,7 @@ fn pull<T>(py: Python<'_>, rows: &mut Option<Box<dyn Iterator<Item = solidgraph_
             SameThread(Ok((got, end)))
         })
         .0
-        .map_err(|e| err(e))?;
+        .map_err(err)?;
     buf.extend(got);
     if end {
         *rows = None;
