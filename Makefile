@@ -7,7 +7,7 @@ PIP       := $(VENV)/bin/pip
 CARGO     ?= cargo
 BIN       := target/release/solidgraph
 DEMO_DIR  ?= demo-data
-PIP_DEPS  := maturin pytest numpy networkx mypy pyoxigraph
+PIP_DEPS  := maturin pytest numpy networkx mypy pyoxigraph hypothesis
 # The GNN extras (solidgraph[torch]) and scipy for the tests' statistics;
 # `make test` tests the PyTorch/PyG integration for real. PyPI's torch wheels
 # pull CUDA libraries: ~100 s and ~5 GB, once (stamp file).
