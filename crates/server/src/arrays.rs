@@ -91,7 +91,7 @@ pub struct Out {
 impl Out {
     pub fn push(&mut self, name: impl Into<String>, dtype: &'static str, shape: Vec<u64>, data: Bytes) {
         let elems: u64 = shape.iter().product();
-        debug_assert!(data.is_empty() || data.len() as u64 % elems.max(1) == 0);
+        assert!((data.len() as u64).is_multiple_of(elems.max(1)), "{} bytes for shape {shape:?}", data.len());
         self.arrays.push((name.into(), dtype, shape, data));
     }
 

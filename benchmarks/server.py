@@ -1,0 +1,134 @@
+"""Throughput and latency of the gRPC server against the same calls in
+process, in the same run (alternating contenders per client count).
+
+    .venv/bin/python benchmarks/server.py [--scale 18] [--dim 128] [--seconds 5]
+
+Builds an R-MAT graph (2^scale vertices, 16 edges each, undirected) with a
+float32 feature tensor in a temporary directory, starts `solidgraph serve`
+on loopback (SOLIDGRAPH_BIN, or target/release/solidgraph), and at 1, 4, 16
+and 64 client threads measures for each contender:
+  - sample: SampleNeighbors, batch 1024 seeds, fanouts [25, 10], gathering
+    the features: seeds/s and p50/p99 latency;
+  - small: one vertex's neighbours (warm cache): requests/s, p50/p99.
+In process, the threads share one `solidgraph.open` Graph (the GIL is
+released inside each call); remote, each thread has its own channel.
+Prints one line per (workload, clients) with both contenders and their
+ratio. The machine's other load adds noise: compare ratios within a run.
+"""
+
+import argparse
+import os
+import subprocess
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+import solidgraph
+from solidgraph.datasets import rmat_edges
+
+BIN = os.environ.get("SOLIDGRAPH_BIN", "target/release/solidgraph")
+
+
+def run(threads, seconds, make_call):
+    """Runs make_call(i)() in `threads` threads for `seconds`; returns
+    (calls, latencies in seconds)."""
+    lat = [[] for _ in range(threads)]
+    stop = time.monotonic() + seconds
+    errors = []
+
+    def worker(i):
+        try:
+            call = make_call(i)
+            call()  # warm the connection and this thread's state
+            while time.monotonic() < stop:
+                t = time.perf_counter()
+                call()
+                lat[i].append(time.perf_counter() - t)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
+    start = time.monotonic()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    took = time.monotonic() - start
+    if errors:
+        raise errors[0]
+    all_lat = np.concatenate([np.array(x) for x in lat])
+    return len(all_lat) / took, all_lat
+
+
+def fmt(rate, lat, unit):
+    return f"{rate:10.0f} {unit}  p50 {np.percentile(lat, 50) * 1e3:7.2f} ms  p99 {np.percentile(lat, 99) * 1e3:7.2f} ms"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scale", type=int, default=18)
+    ap.add_argument("--dim", type=int, default=128)
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--clients", default="1,4,16,64")
+    ap.add_argument("--cache-bytes", type=int, default=2 << 30, help="page cache of each contender")
+    a = ap.parse_args()
+    clients = [int(c) for c in a.clients.split(",")]
+    with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR", "/tmp")) as tmp:
+        path = os.path.join(tmp, "g")
+        n = 1 << a.scale
+        src, dst = rmat_edges(a.scale, 16, seed=1)
+        x = np.random.default_rng(0).standard_normal((n, a.dim), dtype=np.float32)
+        t = time.monotonic()
+        solidgraph.import_graph(path, (src, dst), {"x": x}, undirected=True, dedup=True, num_nodes=n)
+        print(f"graph: 2^{a.scale} vertices, {len(src)} edges, x {a.dim} float32; import {time.monotonic() - t:.1f} s", flush=True)
+        del src, dst, x
+        serve = [BIN, "serve", path, "--read-only", "--listen", "127.0.0.1:0", "--cache", str(a.cache_bytes), "--max-concurrent", "64"]
+        proc = subprocess.Popen(serve, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            addr = proc.stdout.readline().split()[-1]
+            local = solidgraph.open(path, cache_bytes=a.cache_bytes)
+            rng = np.random.default_rng(7)
+            batches = [rng.integers(0, n, 1024) for _ in range(64)]
+            hot = rng.integers(0, n, 256)
+
+            def local_sample(i):
+                k = [i]
+                return lambda: (local.sample_neighbors(batches[k[0] % 64], [25, 10], seed=k[0], tensors="x"), k.__setitem__(0, k[0] + 1))
+
+            def remote_sample(i):
+                g = solidgraph.connect(addr)
+                k = [i]
+                return lambda: (g.sample_neighbors(batches[k[0] % 64], [25, 10], seed=k[0], tensors="x"), k.__setitem__(0, k[0] + 1))
+
+            def local_small(i):
+                k = [i]
+                return lambda: (local.neighbors(hot[k[0] % 256 : k[0] % 256 + 1]), k.__setitem__(0, k[0] + 1))
+
+            def remote_small(i):
+                g = solidgraph.connect(addr)
+                k = [i]
+                return lambda: (g.neighbors(hot[k[0] % 256 : k[0] % 256 + 1]), k.__setitem__(0, k[0] + 1))
+
+            # Warm both caches with every batch once.
+            for b in batches:
+                local.sample_neighbors(b, [25, 10], seed=0, tensors="x")
+            warm = solidgraph.connect(addr)
+            for b in batches:
+                warm.sample_neighbors(b, [25, 10], seed=0, tensors="x")
+            for workload, lo, re_, unit, per in (("sample", local_sample, remote_sample, "seeds/s", 1024), ("small", local_small, remote_small, "req/s", 1)):
+                for c in clients:
+                    r_rate, r_lat = run(c, a.seconds, re_)
+                    l_rate, l_lat = run(c, a.seconds, lo)
+                    print(
+                        f"{workload:6} {c:3} clients | server {fmt(r_rate * per, r_lat, unit)} | in-process {fmt(l_rate * per, l_lat, unit)} | server/in-process {r_rate / l_rate:.2f}",
+                        flush=True,
+                    )
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+if __name__ == "__main__":
+    main()
