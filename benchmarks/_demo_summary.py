@@ -28,7 +28,7 @@ def analytics_table(r: dict) -> None:
         f"graph: {r['nodes']:,} vertices, {r['edges']:,} stored edges; store {r['store_bytes'] / MIB:,.0f} MiB, CSR {r['csr_bytes'] / MIB:,.0f} MiB; "
         f"{'cgroup v1 memory limit per out-of-core run' if r['memory_enforced'] else 'memory limit NOT enforced (not root or no cgroup v1)'}, caches dropped"
     )
-    print(f"{'algo':<9} {'limit MiB':>9} {'S cache':>8} {'(S) SolidGraph s':>16} {'(a) CSR mmap s':>15} {'S/a':>6} {'(b) all cached s':>16}  results")
+    print(f"{'algo':<9} {'limit MiB':>9} {'S cache':>8} {'(S) SolidGraph s':>16} {'(a) CSR mmap s':>15} {'S/a':>6} {'(b) all cached s':>16}")
     for row in r["algos"]:
         cs = row["contenders"]
         s, m, b = cs["solidgraph"], cs.get("mmap"), cs.get("cached")

@@ -178,6 +178,14 @@ pub struct AnalyticsWorkerArgs {
     iterations: u32,
     #[arg(long)]
     cache_bytes: u64,
+    /// SolidGraph out of core: the memory limit its page cache lives in
+    /// (then --cache-bytes is ignored: the cache is the limit less the
+    /// measured footprint, `--state-bytes` and headroom).
+    #[arg(long, default_value_t = 0)]
+    memory_limit: u64,
+    /// The algorithm's vertex state, allocated after the probe.
+    #[arg(long, default_value_t = 0)]
+    state_bytes: u64,
     #[arg(long)]
     inflight: usize,
     /// Where to write the result array (raw little-endian).
@@ -203,6 +211,14 @@ struct WorkerReport {
     major_faults: u64,
     /// BFS levels, PageRank iterations, k-core degree scan + rounds; 1 for WCC.
     passes: u64,
+    /// SolidGraph's page cache, and what of the limit was left out of it:
+    /// the process's measured footprint and headroom (out of core only).
+    #[serde(default)]
+    cache_bytes: Option<u64>,
+    #[serde(default)]
+    footprint_bytes: Option<u64>,
+    #[serde(default)]
+    headroom_bytes: Option<u64>,
 }
 
 struct Run {
@@ -255,17 +271,17 @@ pub fn run(a: AnalyticsArgs) -> CliResult {
         for &algo in &a.algos {
             let state = algo.state_per_vertex(a.order) * n;
             let limit = budget.max(state + PROCESS_OVERHEAD + MIN_CACHE);
-            let cache = limit - state - PROCESS_OVERHEAD;
             for k in 0..contenders.len() {
                 let c = contenders[(round + k) % contenders.len()];
                 drop_caches(&files);
                 let in_cg = c != Contender::Cached && cgroups;
                 let cg = if in_cg { Some(Cgroup::create(&format!("{}-{}", c.name(), algo.name()), limit)?) } else { None };
                 let out = results.join(format!("{}-{}-r{round}.bin", c.name(), algo.name()));
-                let cache_bytes = match c {
-                    Contender::Solidgraph => cache,
-                    Contender::Cached => g.store_bytes + (64 << 20),
-                    _ => 0,
+                // S sizes its own cache within the limit (see cache_within).
+                let (cache_bytes, memory_limit) = match c {
+                    Contender::Solidgraph => (0, limit),
+                    Contender::Cached => (g.store_bytes + (64 << 20), 0),
+                    _ => (0, 0),
                 };
                 let mut args: Vec<OsString> = ["analytics-worker", "--contender", c.name(), "--algo", algo.name(), "--dir"].map(OsString::from).to_vec();
                 args.push(g.l.dir.clone().into());
@@ -275,6 +291,8 @@ pub fn run(a: AnalyticsArgs) -> CliResult {
                     ("--source", bfs_source.to_string()),
                     ("--iterations", a.iterations.to_string()),
                     ("--cache-bytes", cache_bytes.to_string()),
+                    ("--memory-limit", memory_limit.to_string()),
+                    ("--state-bytes", state.to_string()),
                     ("--inflight", a.inflight.to_string()),
                 ] {
                     args.push(k.into());
@@ -423,6 +441,12 @@ impl Report<'_> {
             .min_by(|x, y| x.0.total_cmp(&y.0))
     }
 
+    /// S's (page cache, footprint, headroom) in its median run.
+    fn s_budget(&self, algo: Algo) -> Option<(u64, u64, u64)> {
+        let w = self.runs[self.cell(Contender::Solidgraph, algo).run?].w.as_ref()?;
+        Some((w.cache_bytes?, w.footprint_bytes?, w.headroom_bytes?))
+    }
+
     /// S's read bandwidth over its timed run, MiB/s.
     fn s_mib_s(&self, algo: Algo) -> Option<f64> {
         let cell = self.cell(Contender::Solidgraph, algo);
@@ -470,9 +494,10 @@ impl Report<'_> {
             let (vs_a, a_met, vs_b, b_met) = self.verdicts(algo);
             let state = algo.state_per_vertex(self.a.order) * self.g.meta.nodes;
             let limit = self.budget.max(state + PROCESS_OVERHEAD + MIN_CACHE);
+            let s = self.s_budget(algo);
             rows.push(serde_json::json!({
                 "algo": algo.name(), "contenders": cs, "state_bytes": state, "memory_limit_bytes": limit,
-                "solidgraph_cache_bytes": limit - state - PROCESS_OVERHEAD,
+                "solidgraph_cache_bytes": s.map(|s| s.0), "solidgraph_footprint_bytes": s.map(|s| s.1), "solidgraph_headroom_bytes": s.map(|s| s.2),
                 "mmap_best": self.mmap_best(algo).map(|m| m.2.name()), "mmap_best_capped": self.mmap_best(algo).map(|m| m.1),
                 "speedup_vs_mmap_best": vs_a, "s_over_cached": vs_b, "s_read_mib_s": self.s_mib_s(algo),
                 "bars": { "vs_mmap_2x": a_met, "within_3x_of_cached_or_80pct_seq": b_met },
@@ -516,22 +541,24 @@ impl Report<'_> {
             self.bfs_source, self.a.iterations, self.a.rounds, self.a.max_seconds, self.a.baseline_max_seconds
         );
         println!();
-        println!("memory: vertex state is held in RAM by every contender and counted against the limit");
-        println!("{:<9} {:>10} {:>10} {:>10} {:>10}  note", "algo", "state MiB", "limit MiB", "S cache", "B/vertex");
+        println!("memory: one limit per algorithm for S and a, all each process has; vertex state is held in RAM by both and counted against it");
+        println!("  (S) page cache = the limit - its process's footprint (measured: store opened, hub lists read, no cache) - state - headroom");
+        println!("  (a) the OS page cache over the CSR files: whatever of the limit its process does not use");
+        println!("{:<9} {:>10} {:>10} {:>10} {:>12} {:>12} {:>10}  note", "algo", "state MiB", "limit MiB", "S cache", "S footprint", "S headroom", "B/vertex");
         for &algo in &self.a.algos {
             let state = algo.state_per_vertex(self.a.order) * n;
             let limit = self.budget.max(state + PROCESS_OVERHEAD + MIN_CACHE);
-            let note = if limit > self.budget {
-                "state + 64 MiB overhead + 32 MiB cache exceed the budget: limit raised"
-            } else {
-                "fits: cache = budget - state - 64 MiB overhead"
-            };
+            let note = if limit > self.budget { "state + 64 MiB + 32 MiB exceed the budget: limit raised" } else { "the budget" };
+            let sb = self.s_budget(algo);
+            let of = |f: fn((u64, u64, u64)) -> u64| sb.map_or("-".into(), |b| format!("{:.0}", mib(f(b))));
             println!(
-                "{:<9} {:>10.0} {:>10.0} {:>10.0} {:>10}  {note}",
+                "{:<9} {:>10.0} {:>10.0} {:>10} {:>12} {:>12} {:>10}  {note}",
                 algo.name(),
                 mib(state),
                 mib(limit),
-                mib(limit - state - PROCESS_OVERHEAD),
+                of(|b| b.0),
+                of(|b| b.1),
+                of(|b| b.2),
                 algo.state_per_vertex(self.a.order)
             );
         }
@@ -619,13 +646,21 @@ pub fn worker(a: AnalyticsWorkerArgs) -> CliResult {
         os_read_bytes: 0,
         major_faults: 0,
         passes: 1,
+        cache_bytes: None,
+        footprint_bytes: None,
+        headroom_bytes: None,
     };
     let result: Res = match a.contender {
         Contender::Solidgraph | Contender::Cached => {
-            let store = Store::open(
-                &l.store(),
-                &OpenOptions { cache_bytes: a.cache_bytes, backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() },
-            )?;
+            let opts = OpenOptions { cache_bytes: a.cache_bytes, backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() };
+            let cache_bytes = if a.contender == Contender::Solidgraph && a.memory_limit > 0 {
+                let (cache, footprint, headroom) = cache_within(&a, &l, &opts)?;
+                (rep.cache_bytes, rep.footprint_bytes, rep.headroom_bytes) = (Some(cache), Some(footprint), Some(headroom));
+                cache
+            } else {
+                a.cache_bytes
+            };
+            let store = Store::open(&l.store(), &OpenOptions { cache_bytes, ..opts })?;
             if a.contender == Contender::Cached {
                 let t = Instant::now();
                 engine_run(&store, &a)?;
@@ -664,6 +699,35 @@ pub fn worker(a: AnalyticsWorkerArgs) -> CliResult {
     println!("{}", serde_json::to_string(&rep)?);
     Ok(())
 }
+
+/// SolidGraph's page cache within `a.memory_limit`, the memory the mmap
+/// contenders' OS page cache shares with their state: the limit less this
+/// process's footprint (binary, the store's tables, I/O buffers), measured
+/// by opening the store without a cache and reading the lists of vertices
+/// spread over its id range with direct I/O (the hubs' lists alone would
+/// measure their result, not the process), less
+/// the algorithm's vertex state and headroom for the engine's chunk
+/// buffers. Returns (cache, footprint, headroom).
+fn cache_within(a: &AnalyticsWorkerArgs, l: &Layout, opts: &OpenOptions) -> CliResult<(u64, u64, u64)> {
+    {
+        let probe = Store::open(&l.store(), &OpenOptions { cache_bytes: 0, ..opts.clone() })?;
+        let n = probe.num_nodes();
+        let ids: Vec<u64> = (0..PROBE_VERTICES.min(n)).map(|k| k * n / PROBE_VERTICES.min(n).max(1)).collect();
+        probe.neighbors(&ids, solidgraph_store::Direction::Out, false, false)?;
+    }
+    let footprint = a.cgroup.as_deref().and_then(|g| read_u64(&g.join("memory.max_usage_in_bytes"))).unwrap_or_else(peak_rss);
+    let headroom = HEADROOM_MIN.max(footprint / 4);
+    let cache = a.memory_limit.saturating_sub(footprint + a.state_bytes + headroom).max(PAGE);
+    Ok((cache, footprint, headroom))
+}
+
+/// Vertices whose lists the footprint probe reads (store ids, evenly spaced).
+const PROBE_VERTICES: u64 = 256;
+/// At least this much of the limit stays free of SolidGraph's page cache
+/// (a quarter of the footprint if more): the engine's frontier chunks and
+/// readers' buffers come after the probe, and anonymous memory over a
+/// cgroup's limit is not reclaimed but killed.
+const HEADROOM_MIN: u64 = 32 << 20;
 
 /// An algorithm's per-vertex result, kept typed until the timed run is
 /// over and the worker has left its cgroup (a byte copy would double the

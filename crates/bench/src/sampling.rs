@@ -124,6 +124,11 @@ pub struct SamplingArgs {
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
+    /// Only build the work directory (edge file, store with "x", CSR files,
+    /// features.npy) and print its paths and sizes: `make demo` trains from
+    /// it in Python.
+    #[arg(long)]
+    prepare_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -206,7 +211,7 @@ impl Contender {
     }
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct SamplingWorkerArgs {
     #[arg(long)]
     dir: PathBuf,
@@ -234,6 +239,14 @@ pub struct SamplingWorkerArgs {
     workers: usize,
     #[arg(long, default_value_t = 0)]
     row_cache_bytes: u64,
+    /// SolidGraph out of core: the memory limit its caches live in (then
+    /// --cache-bytes and --row-cache-bytes are ignored: the caches are the
+    /// limit less the measured footprint and headroom, split by
+    /// --row-cache-share).
+    #[arg(long, default_value_t = 0)]
+    memory_limit: u64,
+    #[arg(long, default_value_t = 0.8)]
+    row_cache_share: f64,
     #[arg(long, value_enum, default_value_t = Admission::Seen)]
     row_admission: Admission,
     #[arg(long, default_value_t = DEFAULT_LOOKAHEAD)]
@@ -278,6 +291,10 @@ struct WorkerReport {
     /// zeroing of the cache's fresh memory.
     #[serde(default)]
     after_warm: Option<(f64, u64, u64)>,
+    /// SolidGraph out of core: (page cache, row cache, measured footprint,
+    /// headroom), the four parts of its memory limit.
+    #[serde(default)]
+    budget: Option<(u64, u64, u64, u64)>,
     checksums: Vec<u64>,
 }
 
@@ -305,6 +322,7 @@ impl WorkerReport {
             row_hits: None,
             open_seconds: None,
             after_warm: None,
+            budget: None,
             checksums,
         }
     }
@@ -394,6 +412,14 @@ pub fn run(a: SamplingArgs) -> CliResult {
         Ok(vec![TensorInput { name: "x".into(), data: TensorData::Npy(features_path(l)) }])
     })?;
     let prep_seconds = t.elapsed().as_secs_f64();
+    if a.prepare_only {
+        let j = serde_json::json!({
+            "dir": g.l.dir, "store": g.l.store(), "features": features_path(&g.l), "rowptr": g.l.rowptr(), "colidx": g.l.colidx(g.meta.id_bytes),
+            "nodes": g.meta.nodes, "edges": g.meta.edges, "store_bytes": g.store_bytes, "csr_bytes": g.csr_bytes(), "prep_seconds": prep_seconds,
+        });
+        println!("{j}");
+        return Ok(());
+    }
     let mut files = g.files()?;
     files.push(features_path(&g.l));
     let cache_bytes = ((g.store_bytes as f64 * a.cache_fraction) as u64).max(PAGE);
@@ -468,6 +494,9 @@ pub fn run(a: SamplingArgs) -> CliResult {
                 ("--limit-batches", limit_batches.to_string()),
                 ("--workers", a.workers.to_string()),
                 ("--row-cache-bytes", rows.to_string()),
+                // S sizes its caches within the limit itself (caches_within).
+                ("--memory-limit", if c == Contender::Solidgraph && in_cg { limit } else { 0 }.to_string()),
+                ("--row-cache-share", a.row_cache_share.to_string()),
                 ("--row-admission", a.row_admission.name().to_string()),
                 ("--lookahead", a.lookahead.to_string()),
                 ("--edge-ids", (a.order == VertexOrder::Input).to_string()),
@@ -657,7 +686,7 @@ impl Report<'_> {
             println!("import (edges + features): {e} input edges in {s:.1} s; preparation {:.1} s in all", self.prep_seconds);
         }
         println!(
-            "store {:.0} MiB (adjacency + features, vertex order {:?}); page cache {:.0} MiB ({:.0}%); memory limit {:.0} MiB (cache + 64 MiB + 2 x one batch's features per worker, {} worker(s){}): {}",
+            "store {:.0} MiB (adjacency + features, vertex order {:?}); cache budget {:.0} MiB ({:.0}%); memory limit {:.0} MiB (cache + 64 MiB + 2 x one batch's features per worker, {} worker(s){}): {}",
             mib(g.store_bytes),
             self.a.order,
             mib(self.cache_bytes),
@@ -667,6 +696,19 @@ impl Report<'_> {
             if self.a.order == VertexOrder::Degree { " + the order map, 4 B per vertex" } else { "" },
             if self.cgroups { "cgroup v1 per contender ((b) unlimited)" } else { "NOT enforced" }
         );
+        // What each contender had of the same limit.
+        match self.median(Contender::Solidgraph).and_then(|m| m.w.as_ref()?.budget) {
+            Some((pages, rows, footprint, headroom)) => println!(
+                "  (S) page cache {:.0} MiB + row cache {:.0} MiB = the limit - its process's {:.0} MiB (measured: the loader's threads over {PROBE_BATCHES} batches, no cache) - {:.0} MiB headroom",
+                mib(pages),
+                mib(rows),
+                mib(footprint),
+                mib(headroom)
+            ),
+            None => println!("  (S) page cache + row cache: the {:.0} MiB above (the limit is not enforced)", mib(self.cache_bytes)),
+        }
+        println!("  (a) the OS page cache over the CSR and features files: whatever of the limit its process does not use");
+        println!("  gather (S): the {:.0} MiB above, {:.0}% for rows", mib(self.cache_bytes), 100.0 * self.a.row_cache_share);
         println!(
             "{} batches x {} seeds (ids with edges; (b) the first {} after a warm-up pass over them), fanouts {:?}, without replacement, features gathered; gather alone: {} batches x {} uniform rows; caches dropped before every run; at most {} s measured per run, killed after {} s; {} round(s), medians",
             self.a.batches,
@@ -909,18 +951,21 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
             })
         })?
     } else {
+        let opts = OpenOptions {
+            cache_bytes: a.cache_bytes,
+            row_cache_bytes: a.row_cache_bytes,
+            row_admission: a.row_admission.into(),
+            backend: backend_choice(&a.backend)?,
+            inflight_per_member: a.inflight,
+            ..Default::default()
+        };
+        let budget = if a.memory_limit > 0 { Some(caches_within(&a, &l, &opts, &ids)?) } else { None };
+        let opts = match budget {
+            Some((pages, rows, _, _)) => OpenOptions { cache_bytes: pages, row_cache_bytes: rows, ..opts },
+            None => opts,
+        };
         let opened = Instant::now();
-        let store = Arc::new(Store::open(
-            &l.store(),
-            &OpenOptions {
-                cache_bytes: a.cache_bytes,
-                row_cache_bytes: a.row_cache_bytes,
-                row_admission: a.row_admission.into(),
-                backend: backend_choice(&a.backend)?,
-                inflight_per_member: a.inflight,
-                ..Default::default()
-            },
-        )?);
+        let store = Arc::new(Store::open(&l.store(), &opts)?);
         let open_seconds = opened.elapsed().as_secs_f64();
         let mut r = if c.gather() {
             measure(&a, &ids, |_, b: &[u64]| {
@@ -968,12 +1013,45 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
             r.seconds += open_seconds;
             r.open_seconds = Some(open_seconds);
         }
+        r.budget = budget;
         r
     };
     rep.checksums.shrink_to_fit();
     println!("{}", serde_json::to_string(&rep)?);
     Ok(())
 }
+
+/// SolidGraph's caches within `a.memory_limit`, the memory the mmap
+/// contenders' OS page cache gets: the limit less this process's footprint
+/// (binary, tables, the batch ids, the loader's threads with their
+/// lookahead and prefetched batches), measured by running the loader over
+/// the first batches with no cache (direct I/O: nothing of it stays
+/// cached), less headroom for larger batches; split into pages and feature
+/// rows by --row-cache-share. The footprint is what the limit counts: the
+/// cgroup's peak usage when in one, else the peak resident set. Returns
+/// (page cache, row cache, footprint, headroom).
+fn caches_within(a: &SamplingWorkerArgs, l: &Layout, opts: &OpenOptions, ids: &[u64]) -> CliResult<(u64, u64, u64, u64)> {
+    {
+        let probe = Arc::new(Store::open(&l.store(), &OpenOptions { cache_bytes: 0, row_cache_bytes: 0, ..opts.clone() })?);
+        let probe_ids = &ids[..ids.len().min(PROBE_BATCHES * a.batch_size)];
+        let probe_args = SamplingWorkerArgs { max_seconds: f64::INFINITY, ..a.clone() };
+        measure_loader(&probe_args, &probe, probe_ids)?;
+    }
+    let footprint = a.cgroup.as_deref().and_then(|g| read_u64(&g.join("memory.max_usage_in_bytes"))).unwrap_or_else(peak_rss);
+    let headroom = HEADROOM_MIN.max(footprint / 4);
+    let cache = a.memory_limit.saturating_sub(footprint + headroom).max(2 * PAGE);
+    let rows = (a.row_cache_share.clamp(0.0, 1.0) * cache as f64) as u64;
+    Ok((cache - rows, rows, footprint, headroom))
+}
+
+/// Batches the footprint probe samples: as many as the loader holds at
+/// once (workers and prefetch), so its memory is all there.
+const PROBE_BATCHES: usize = 8;
+/// At least this much of the limit stays free of SolidGraph's caches (a
+/// quarter of the footprint if more): a batch with more hubs than the
+/// probe's needs more, and anonymous memory over a cgroup's limit is not
+/// reclaimed but killed.
+const HEADROOM_MIN: u64 = 16 << 20;
 
 /// SolidGraph's sampling as a training loader runs it: `Prefetcher` with
 /// --workers threads and --lookahead batches sampled ahead of the gather,
