@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use solidgraph_store::OpenOptions;
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 use tonic::{Request, Status};
 
@@ -123,7 +123,9 @@ async fn run(opts: ServeOptions, tokens: Tokens) -> Result<(), String> {
         let _ = writeln!(out, "listening on {addr}");
         let _ = out.flush();
     }
-    router.serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown_signal()).await.map_err(|e| format!("server: {e}"))?;
+    // No Nagle delay for small replies; keepalive finds dead clients.
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true)).with_keepalive(Some(Duration::from_secs(60)));
+    router.serve_with_incoming_shutdown(incoming, shutdown_signal()).await.map_err(|e| format!("server: {e}"))?;
     tracing::info!("stopped accepting; in-flight calls done; flushing the WAL");
     for (name, s) in stores.all() {
         if s.writable
