@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 import grpc
+import grpc.experimental
 import numpy as np
 
 from solidgraph._native import (
@@ -440,7 +441,14 @@ def connect(
     against the system's roots, or a dict with "ca" (the server's CA) and,
     for mutual TLS, "cert" and "key" (PEM paths or bytes). `timeout`: the
     deadline of each call, in seconds."""
-    opts = [("grpc.max_receive_message_length", max_message), ("grpc.max_send_message_length", max_message)]
+    opts = [
+        ("grpc.max_receive_message_length", max_message),
+        ("grpc.max_send_message_length", max_message),
+        # Reads are server-streaming; read on the calling thread, a streamed
+        # call costs about what a unary one does (one-vertex Neighbors:
+        # 1407 -> 523 us a call on loopback, docs/PERFORMANCE.md).
+        (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1),
+    ]
     if tls is None or tls is False:
         channel = grpc.insecure_channel(addr, options=opts)
     else:
