@@ -464,3 +464,37 @@ def test_checked_in_stubs_match_the_protos(tmp_path):
     assert p.returncode == 0, p.stderr
     for f in ("solidgraph_pb2.py", "solidgraph_pb2.pyi"):
         assert (tmp_path / "solidgraph/v1" / f).read_text() == (root / "python/solidgraph/_proto" / f).read_text(), f"{f} is stale: run make protos"
+
+
+def make_certs(d):
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, by openssl."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+
+    def ssl(*args):
+        subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True, cwd=d)
+
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=test-ca")
+    ext = d / "san.ext"
+    ext.write_text("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+    for who in ("server", "client"):
+        ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{who}.key", "-out", f"{who}.csr", "-subj", f"/CN={who}")
+        ssl("x509", "-req", "-in", f"{who}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", f"{who}.pem", "-days", "2", "-extfile", ext)
+    return d
+
+
+def test_tls_and_mutual_tls(serve, store, tmp_path):
+    c = make_certs(tmp_path)
+    g = solidgraph.open(store)
+    srv = serve(store, "--read-only", "--tls-cert", c / "server.pem", "--tls-key", c / "server.key")
+    r = srv.connect(store="g", tls={"ca": c / "ca.pem"})
+    same(r.neighbors([1, 2, 3]), g.neighbors([1, 2, 3]))
+    with pytest.raises(RemoteError) as e:
+        srv.connect(store="g", timeout=5).num_nodes  # plaintext to a TLS port
+    assert e.value.code == grpc.StatusCode.UNAVAILABLE
+    mtls = serve(store, "--read-only", "--tls-cert", c / "server.pem", "--tls-key", c / "server.key", "--tls-client-ca", c / "ca.pem")
+    r = mtls.connect(store="g", tls={"ca": c / "ca.pem", "cert": c / "client.pem", "key": c / "client.key"})
+    same(r.tensor("x", [4, 5]), g.tensor("x", [4, 5]))
+    with pytest.raises(RemoteError) as e:
+        mtls.connect(store="g", tls={"ca": c / "ca.pem"}, timeout=5).num_nodes  # no client certificate
+    assert e.value.code == grpc.StatusCode.UNAVAILABLE
