@@ -373,3 +373,156 @@ def test_infer_all_bad_arguments(rand, sage_dir):
         rand.g.infer_all(sage_dir, chunk_bytes=1000)
     with pytest.raises(NotFoundError):
         rand.g.infer_all(sage_dir, features="nope")
+
+
+# ---- edge weights ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def weighted(tmp_path_factory):
+    """A directed random graph with positive edge weights and in-edges."""
+    n, e, d = 300, 2000, 10
+    rng = np.random.default_rng(9)
+    pairs = np.unique(np.stack([rng.integers(0, n, e), rng.integers(0, n, e)], 1), axis=0)
+    src, dst = pairs[:, 0], pairs[:, 1]
+    w = rng.uniform(0.1, 2.0, len(src)).astype(np.float32)
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    path = tmp_path_factory.mktemp("infer") / "weighted"
+    solidgraph.import_graph(path, (src, dst), {"x": x}, edge_weights=w, in_edges=True, num_nodes=n)
+    g = solidgraph.open(path)
+    ei = torch.from_numpy(np.stack([src, dst]).astype(np.int64))
+    return g, torch.from_numpy(x), ei, torch.from_numpy(w)
+
+
+def test_gcn_with_edge_weights(weighted, tmp_path):
+    """GCNConv reading the store's edge weights equals PyG's GCN(x, edge_index, edge_weight),
+    whole-graph (infer_all) and over full neighbourhoods (infer)."""
+    g, x, ei, w = weighted
+    m = make_model("gcn", x.shape[1], seed=10)
+    model = export(m, tmp_path / "gcnw", edge_weight=True)
+    assert any(op.get("edge_weight") for op in json.loads((tmp_path / "gcnw" / "model.json").read_text())["ops"])
+    with torch.no_grad():
+        ref = m(x, ei, edge_weight=w).numpy()
+        unweighted = m(x, ei).numpy()
+    assert rel_err(unweighted, ref) > 1e-2  # the weights matter
+    out = g.infer_all(model, out_tensor="gcnw", chunk_bytes=1 << 20)
+    assert rel_err(np.asarray(out), ref) < TOL, rel_err(np.asarray(out), ref)
+    nodes = np.arange(0, g.num_nodes, 7)
+    assert rel_err(g.infer(model, nodes, batch_size=16), ref[nodes]) < TOL
+
+
+def test_edge_weights_need_a_weighted_store(rand, tmp_path):
+    model = export(make_model("gcn", 12), tmp_path / "gcnw", edge_weight=True)
+    with pytest.raises(InvalidArgumentError, match="edge weights"):
+        rand.g.infer(model, [0])
+    with pytest.raises(InvalidArgumentError, match="edge weights"):
+        rand.g.infer_all(model)
+
+
+# ---- plugins from Python -----------------------------------------------------
+
+PLUGIN_SRC = Path(__file__).resolve().parents[1] / "crates" / "runner" / "tests" / "plugin" / "test_plugin.c"
+PLUGIN_INCLUDE = PLUGIN_SRC.parents[2] / "include"
+
+
+def build_plugin(directory, name, *defines):
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or pytest.skip("no C compiler to build the test plugin")
+    out = directory / name
+    cmd = [cc, "-shared", "-fPIC", "-O1", "-std=c11", "-Wno-unused-function", "-I", str(PLUGIN_INCLUDE), *[f"-D{d}" for d in defines], str(PLUGIN_SRC), "-o", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return out
+
+
+def test_plugins_from_python(rand, sage_dir, tmp_path):
+    """The test plugin registers relu and gemm kernels at a higher priority: they run, and the
+    rows equal the built-in kernels'."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir(mode=0o755)
+    build_plugin(plugins, "libsg_test.so")
+    model = load(sage_dir, plugins=plugins)
+    kernels = {k for _, _, k in model.kernels()}
+    assert {"libsg_test:testdev-gemm", "libsg_test:testdev-relu"} <= kernels, kernels
+    assert not any(k.startswith("libsg_test:") for _, _, k in load(sage_dir).kernels())
+    nodes = np.arange(40)
+    ref = rand.g.infer(sage_dir, nodes)
+    assert rel_err(rand.g.infer(model, nodes), ref) < 1e-5
+    same = load(sage_dir, plugins=plugins, plugin_names=["libsg_test.so"])
+    assert "libsg_test:testdev-gemm" in {k for _, _, k in same.kernels()}
+
+
+def test_bad_plugins(sage_dir, tmp_path):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir(mode=0o755)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir(mode=0o755)
+    build_plugin(outside, "libsg_test.so")
+    with pytest.raises(InvalidArgumentError, match="outside the plugin directory"):
+        load(sage_dir, plugins=plugins, plugin_names=["../elsewhere/libsg_test.so"])
+    with pytest.raises(InvalidArgumentError, match="outside the plugin directory"):
+        load(sage_dir, plugins=plugins, plugin_names=[outside / "libsg_test.so"])
+    with pytest.raises(InvalidArgumentError, match="plugins=DIR"):
+        load(sage_dir, plugin_names=["libsg_test.so"])
+    build_plugin(plugins, "libsg_v2.so", "ABI=2")
+    with pytest.raises(InvalidArgumentError, match="ABI") as e:
+        load(sage_dir, plugins=plugins)
+    assert "libsg_v2.so" in str(e.value)
+    (plugins / "libsg_v2.so").unlink()
+    (plugins / "libbroken.so").write_bytes(b"not an ELF file")
+    with pytest.raises(InvalidArgumentError, match="libbroken.so"):
+        load(sage_dir, plugins=plugins)
+    with pytest.raises(InvalidArgumentError):
+        load(sage_dir, plugins=tmp_path / "missing")
+
+
+# ---- more bad input ----------------------------------------------------------
+
+
+def test_mistyped_and_missing_weights(rand, sage_dir):
+    w = read_safetensors(sage_dir / "weights.safetensors")
+    b = (sage_dir / "weights.safetensors").read_bytes()
+    (n,) = struct.unpack("<Q", b[:8])
+    header = json.loads(b[8 : 8 + n])
+    name = "convs.0.lin_l.bias"
+    header[name]["dtype"] = "I32"  # same size, wrong type
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    (sage_dir / "weights.safetensors").write_bytes(struct.pack("<Q", len(h)) + h + b[8 + n :])
+    with pytest.raises(InvalidArgumentError, match=f"{name}.*dtype I32"):
+        load(sage_dir)
+    from solidgraph.infer import _write_safetensors
+
+    del w[name]
+    _write_safetensors(sage_dir / "weights.safetensors", w)
+    with pytest.raises(InvalidArgumentError, match=f"{name}.*missing"):
+        rand.g.infer_all(sage_dir)
+    w[name] = np.zeros(5, np.float32)  # the wrong shape
+    _write_safetensors(sage_dir / "weights.safetensors", w)
+    with pytest.raises(InvalidArgumentError, match=f"{name}.*shape"):
+        load(sage_dir)
+
+
+def test_infer_all_width_mismatch_and_newer_version(rand, tmp_path):
+    export(make_model("sage", 7), tmp_path / "m")
+    with pytest.raises(InvalidArgumentError, match="takes 7 columns, store tensor \"x\" has 12"):
+        rand.g.infer_all(tmp_path / "m")
+    edit_json(tmp_path / "m", lambda j: j.update(version=9))
+    with pytest.raises(FormatError, match="newer"):
+        rand.g.infer_all(tmp_path / "m")
+
+
+def test_infer_all_on_a_renumbered_store(cora, tmp_path):
+    """A store imported with order="degree" computes in its own order; the rows come back in the user's."""
+    from solidgraph.datasets import load_planetoid
+
+    ds = load_planetoid(CORA, "Cora")
+    path = tmp_path / "cora-degree"
+    solidgraph.import_graph(path, (ds.src, ds.dst), {"x": ds.x}, undirected=True, dedup=True, order="degree")
+    g = solidgraph.open(path)
+    m = make_model("gcn", cora.x.shape[1], seed=12)
+    out = g.infer_all(export(m, tmp_path / "gcn"), chunk_bytes=1 << 20)
+    with torch.no_grad():
+        ref = m(cora.xt, cora.ei).numpy()
+    assert rel_err(np.asarray(out), ref) < TOL, rel_err(np.asarray(out), ref)

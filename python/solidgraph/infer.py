@@ -53,9 +53,21 @@ FORMAT = "solidgraph-dfg"
 VERSION = 1
 
 
-def load(path) -> InferModel:
-    """Loads and checks a model directory (model.json + weights.safetensors)."""
-    return load_model(os.fspath(path))
+def load(path, plugins=None, plugin_names=None) -> InferModel:
+    """Loads and checks a model directory (model.json + weights.safetensors).
+
+    `plugins`: a directory of kernel plugins (shared libraries with the C ABI
+    of crates/runner/include/solidgraph_plugin.h), whose kernels join the
+    built-in ones; the highest priority per op runs (`InferModel.kernels()`
+    says which). Every `*.so` there loads, or only `plugin_names` (file names
+    in that directory; a path leading out of it is refused). A plugin that
+    fails to load or has another ABI version raises InvalidArgumentError."""
+    if plugins is None:
+        if plugin_names is not None:
+            raise InvalidArgumentError("plugin_names needs plugins=DIR, the directory they load from")
+        return load_model(os.fspath(path))
+    names = None if plugin_names is None else [os.fspath(n) for n in plugin_names]
+    return load_model(os.fspath(path), os.fspath(plugins), names)
 
 
 def _torch():
@@ -127,7 +139,8 @@ def _unsupported(what: str, why: str = "") -> InvalidArgumentError:
 class _Emitter:
     """The DFG under construction: fresh value names, weights by name, one block per conv call."""
 
-    def __init__(self):
+    def __init__(self, edge_weight=False):
+        self.edge_weight = bool(edge_weight)
         self.ops = []
         self.weights = {}
         self.next = 0
@@ -258,7 +271,7 @@ class _Emitter:
         block = self.block()
         h = self.linear(m.lin, x, f"{prefix}lin.")
         cols = self.cols[h]
-        h = self.op("spmm", cols, x=h, block=block, reduce="sum", norm="sym", self_loops="add", edge_weight=False)
+        h = self.op("spmm", cols, x=h, block=block, reduce="sum", norm="sym", self_loops="add", edge_weight=self.edge_weight)
         if m.bias is not None:
             h = self.op("add", cols, a=h, b=self.weight(f"{prefix}bias", m.bias))
         return h
@@ -518,18 +531,21 @@ def _write_safetensors(path: Path, weights: dict):
             f.write(b)
 
 
-def export(model, path, name: str | None = None) -> InferModel:
+def export(model, path, name: str | None = None, edge_weight: bool = False) -> InferModel:
     """Writes `model` (see the module docs for what is supported) as a model
     directory at `path` (model.json + weights.safetensors) and returns it
     loaded, which checks it. Dropout is dropped and batch norm uses its
     running statistics: the export is of the model in eval mode.
+    `edge_weight=True`: every GCNConv weighs edges by the store's edge
+    weights (the model's `forward(x, edge_index, edge_weight)`; the store
+    must be imported with weights).
     Raises InvalidArgumentError naming the first unsupported module or function."""
     from torch_geometric.nn.models.basic_gnn import BasicGNN
 
     torch = _torch()
     if not isinstance(model, torch.nn.Module):
         raise InvalidArgumentError(f"solidgraph.infer.export takes a torch.nn.Module, not {type(model).__name__}")
-    em = _Emitter()
+    em = _Emitter(edge_weight)
     with torch.no_grad():
         if isinstance(model, BasicGNN):
             out = em.basic_gnn(model)

@@ -2,14 +2,14 @@
 //! store (crates/runner). Only the output rows cross into Python; sampling,
 //! gathering and the model run with the GIL released.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use solidgraph_runner::Model;
 use solidgraph_runner::infer::{InferOptions, full_fanouts, infer_nodes};
 use solidgraph_runner::whole::{WholeOptions, infer_all as run_all};
+use solidgraph_runner::{Model, PluginDir, Registry};
 use solidgraph_store::Store;
 
 use crate::convert::u64_vec;
@@ -80,10 +80,39 @@ fn load(py: Python<'_>, path: PathBuf) -> PyResult<PyModel> {
     Ok(PyModel { inner: Arc::new(inner), path })
 }
 
-/// Loads and checks a model directory written by `solidgraph.infer.export`.
+/// The built-in kernels plus the plugins of the configured directory `dir`:
+/// every `*.so` in it, or only `names` (each resolved inside `dir`; a path
+/// leading out of it is refused).
+fn registry(dir: &Path, names: Option<Vec<PathBuf>>) -> solidgraph_runner::Result<Registry> {
+    let mut r = Registry::with_builtin();
+    match names {
+        None => {
+            r.load_plugins(dir)?;
+        }
+        Some(names) => {
+            let dir = PluginDir::new(dir)?;
+            for n in names {
+                r.load_plugin(&dir, &n)?;
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// Loads and checks a model directory written by `solidgraph.infer.export`;
+/// with `plugins`, kernels of the shared libraries in that directory join the
+/// built-in ones (all `*.so` there, or those `plugin_names` names).
 #[pyfunction]
-pub fn load_model(py: Python<'_>, path: PathBuf) -> PyResult<PyModel> {
-    load(py, path)
+#[pyo3(signature = (path, plugins=None, plugin_names=None))]
+pub fn load_model(py: Python<'_>, path: PathBuf, plugins: Option<PathBuf>, plugin_names: Option<Vec<PathBuf>>) -> PyResult<PyModel> {
+    let Some(dir) = plugins else {
+        if plugin_names.is_some() {
+            return Err(invalid("plugin_names needs plugins=DIR, the directory they load from"));
+        }
+        return load(py, path);
+    };
+    let inner = py.allow_threads(|| registry(&dir, plugin_names).and_then(|r| Model::load_with(&path, &r))).map_err(err)?;
+    Ok(PyModel { inner: Arc::new(inner), path })
 }
 
 /// The seed batch `i` of `Graph.infer(..., seed=seed)` (and of

@@ -81,8 +81,11 @@ pub fn infer_nodes(store: Arc<Store>, model: &Model, nodes: &[u64], o: &InferOpt
     if o.batch_size == 0 {
         return Err(RunnerError::Invalid("batch_size must be at least 1".into()));
     }
-    if model.dfg().ops.iter().any(|n| matches!(n.op, Op::Spmm { edge_weight: true, .. } | Op::SpmmGemm { edge_weight: true, .. })) {
-        return Err(RunnerError::Invalid("the model reads edge weights, which inference over a store does not gather yet".into()));
+    let weighted = model.dfg().ops.iter().any(|n| matches!(n.op, Op::Spmm { edge_weight: true, .. } | Op::SpmmGemm { edge_weight: true, .. }));
+    if weighted && !store.has_weights() {
+        return Err(
+            EngineError::Invalid("the model reads edge weights (edge_weight: true), which this store does not have (import with weights)".into()).into()
+        );
     }
     let n = store.num_nodes();
     if let Some(&v) = nodes.iter().find(|&&v| v >= n) {
@@ -109,12 +112,13 @@ pub fn infer_nodes(store: Arc<Store>, model: &Model, nodes: &[u64], o: &InferOpt
         tensors: o.features.clone(),
     };
     let cfg = PrefetchOptions { workers: o.workers, prefetch: o.prefetch, reopen: o.reopen.clone(), ..PrefetchOptions::default() };
-    let mut batches_iter = Prefetcher::new(store, batches, opts, cfg)?;
+    let mut batches_iter = Prefetcher::new(store.clone(), batches, opts, cfg)?;
     let mut done = 0usize;
     let mut first = std::collections::HashMap::new();
     while let Some(sample) = batches_iter.next() {
         let sample = sample?;
-        let rows = model.run_sample(&sample, None)?;
+        let weights = if weighted { Some(sample_weights(&store, &sample)?) } else { None };
+        let rows = model.run_sample(&sample, weights.as_deref())?;
         // The sample lists each seed once, in first-occurrence order; a repeated node takes its first row.
         let batch = &nodes[done..(done + o.batch_size).min(nodes.len())];
         first.clear();
@@ -133,4 +137,20 @@ pub fn infer_nodes(store: Arc<Store>, model: &Model, nodes: &[u64], o: &InferOpt
         return Err(RunnerError::Invalid(format!("inference stopped after {done} of {} nodes", nodes.len())));
     }
     Ok(out)
+}
+
+/// The weight of every sampled edge `node[row[i]] -> node[col[i]]`, in one batched lookup.
+fn sample_weights(store: &Store, sample: &solidgraph_engine::sampler::Sample) -> Result<Vec<f32>> {
+    let mut src: Vec<u64> = sample.row.iter().map(|&r| sample.node[r as usize]).collect();
+    let mut dst: Vec<u64> = sample.col.iter().map(|&c| sample.node[c as usize]).collect();
+    store.to_internal(&mut src).map_err(EngineError::from)?;
+    store.to_internal(&mut dst).map_err(EngineError::from)?;
+    let w = store.edge_weights(&src, &dst).map_err(EngineError::from)?;
+    if let Some(i) = w.iter().position(|x| !x.is_finite()) {
+        return Err(RunnerError::Invalid(format!(
+            "sampled edge {} -> {} has no finite weight in the store",
+            sample.node[sample.row[i] as usize], sample.node[sample.col[i] as usize]
+        )));
+    }
+    Ok(w)
 }

@@ -16,7 +16,9 @@
 //! degree, computed by one pass over the in-lists first.
 //!
 //! Files live in `STORE/infer/NAME/`: `L{level}-v{value}.rows` (+ `.crc`),
-//! the output `out.rows` (+ `.crc`), and `manifest.json`, which records the
+//! the output `out.rows` (+ `.crc`; in the user's id order: on a store that
+//! renumbered its vertices, one more pass reorders the last level's rows),
+//! and `manifest.json`, which records the
 //! model's and the store's fingerprints and each finished level's files with
 //! the CRC of their checksum tables, itself checksummed. A level's files are
 //! synced before the manifest names them (written to a temporary file,
@@ -44,6 +46,7 @@ use crate::rowfile::{RowReader, RowWriter, crc_path};
 use crate::tensor::Tensor;
 
 const MANIFEST: &str = "manifest.json";
+const OUT: &str = "out.rows";
 const MANIFEST_FORMAT: &str = "solidgraph-infer-all";
 const MANIFEST_VERSION: u64 = 1;
 /// Longest output name: it names a directory inside the store.
@@ -462,8 +465,28 @@ fn pick(loaded: &Loaded, k: SlotKey, per_source: bool) -> &Tensor {
     if per_source { &loaded.src[&k] } else { &loaded.dst[&k] }
 }
 
-fn file_name(sched: &Schedule, l: usize, v: usize) -> String {
-    if l + 1 == sched.levels && v == sched.output { "out.rows".into() } else { format!("L{l}-v{v}.rows") }
+/// The output goes straight to `out.rows` unless the store renumbered its
+/// vertices: then a last pass puts its rows in the user's order.
+fn file_name(sched: &Schedule, l: usize, v: usize, reordered: bool) -> String {
+    if l + 1 == sched.levels && v == sched.output && !reordered { OUT.into() } else { format!("L{l}-v{v}.rows") }
+}
+
+/// `out.rows` in the user's id order from the output in the store's order.
+fn reorder(store: &Store, internal: &RowReader, dir: &Path, chunk_bytes: usize, progress: &mut dyn FnMut(Progress), levels: usize) -> Result<FileEntry> {
+    let n = store.num_nodes();
+    let step = (chunk_bytes / (internal.cols * 4)).max(1) as u64;
+    let mut w = RowWriter::create(&dir.join(OUT), internal.cols)?;
+    let mut lo = 0;
+    while lo < n {
+        let hi = (lo + step).min(n);
+        let mut ids: Vec<u64> = (lo..hi).collect();
+        store.to_internal(&mut ids).map_err(EngineError::from)?;
+        w.append(&internal.read(&ids)?)?;
+        progress(Progress { level: levels, levels: levels + 1, done: hi, total: n });
+        lo = hi;
+    }
+    let (rows, table_crc) = w.finish()?;
+    Ok(FileEntry { value: usize::MAX, file: OUT.into(), rows, cols: internal.cols, table_crc })
 }
 
 /// Bytes of f32 one chunk row costs at level `l`: per source, per destination.
@@ -484,9 +507,6 @@ fn row_costs(model: &Model, sched: &Schedule, need: &BTreeMap<SlotKey, bool>, l:
 /// manifest records. `progress` is called after each chunk.
 pub fn infer_all(store: &Store, model: &Model, o: &WholeOptions, progress: &mut dyn FnMut(Progress)) -> Result<WholeReport> {
     check_features(store, model, &o.features)?;
-    if store.reordered() {
-        return Err(RunnerError::Invalid("infer_all runs on stores that kept their vertex ids (imported without order=\"degree\")".into()));
-    }
     if o.chunk_bytes < (1 << 20) {
         return Err(RunnerError::Invalid(format!("chunk_bytes {} is below the minimum of 1 MiB", o.chunk_bytes)));
     }
@@ -520,11 +540,9 @@ pub fn infer_all(store: &Store, model: &Model, o: &WholeOptions, progress: &mut 
     let n = store.num_nodes();
     let mut readers: HashMap<usize, RowReader> = HashMap::new();
     for f in &body.files {
-        if f.file != "out.rows" || body.done == sched.levels {
-            readers.insert(f.value, RowReader::open(&dir.join(&f.file), f.rows, f.cols, f.table_crc)?);
-        }
+        readers.insert(f.value, RowReader::open(&dir.join(&f.file), f.rows, f.cols, f.table_crc)?);
     }
-    let mut report = WholeReport { path: dir.join("out.rows"), rows: n, cols: model.output_cols(), degree_seconds: 0.0, levels: Vec::new() };
+    let mut report = WholeReport { path: dir.join(OUT), rows: n, cols: model.output_cols(), degree_seconds: 0.0, levels: Vec::new() };
     let mut degs: SrcDegrees = Vec::new();
     if body.done < sched.levels {
         let keys: Vec<(SelfLoops, bool)> = plan
@@ -557,10 +575,17 @@ pub fn infer_all(store: &Store, model: &Model, o: &WholeOptions, progress: &mut 
         body.done = l + 1;
         write_manifest(&dir, &body)?;
     }
+    let reordered = store.reordered();
+    if reordered && !body.files.iter().any(|f| f.file == OUT) {
+        let f = reorder(store, &readers[&sched.output], &dir, o.chunk_bytes, progress, sched.levels)?;
+        readers.insert(f.value, RowReader::open(&dir.join(&f.file), f.rows, f.cols, f.table_crc)?);
+        body.files.push(f);
+        write_manifest(&dir, &body)?;
+    }
     if !o.keep_intermediate {
-        let kept: Vec<FileEntry> = body.files.iter().filter(|f| f.file == "out.rows").cloned().collect();
+        let kept: Vec<FileEntry> = body.files.iter().filter(|f| f.file == OUT).cloned().collect();
         if kept.len() != body.files.len() {
-            let removed: Vec<FileEntry> = body.files.iter().filter(|f| f.file != "out.rows").cloned().collect();
+            let removed: Vec<FileEntry> = body.files.iter().filter(|f| f.file != OUT).cloned().collect();
             body.files = kept;
             write_manifest(&dir, &body)?;
             for f in removed {
@@ -570,7 +595,7 @@ pub fn infer_all(store: &Store, model: &Model, o: &WholeOptions, progress: &mut 
             }
         }
     }
-    let out = readers.get(&sched.output).expect("the output's reader is open");
+    let out = readers.get(&if reordered { usize::MAX } else { sched.output }).expect("the output's reader is open");
     assert_eq!((out.rows, out.cols), (n, report.cols), "the output file holds a row per node");
     // Callers map the file without checks of their own: every page is checked once here.
     out.verify_all()?;
@@ -622,7 +647,7 @@ fn run_level(
     };
     let mut writers: Vec<(usize, RowWriter)> = Vec::new();
     for &v in &sched.written[l] {
-        writers.push((v, RowWriter::create(&dir.join(file_name(sched, l, v)), plan.steps[v].info.cols)?));
+        writers.push((v, RowWriter::create(&dir.join(file_name(sched, l, v, store.reordered())), plan.steps[v].info.cols)?));
     }
     let mut lv = Level { store, model, sched, features: &o.features, readers, l, need, degrees: degs, row_bytes: 0 };
     let mut spare = Csr::default();
@@ -652,7 +677,7 @@ fn run_level(
     for (v, w) in writers {
         let (rows, table_crc) = w.finish()?;
         assert_eq!(rows, n, "a level writes one row per node");
-        files.push(FileEntry { value: v, file: file_name(sched, l, v), rows, cols: plan.steps[v].info.cols, table_crc });
+        files.push(FileEntry { value: v, file: file_name(sched, l, v, store.reordered()), rows, cols: plan.steps[v].info.cols, table_crc });
     }
     let rep = LevelReport {
         level: l,
