@@ -43,6 +43,9 @@ CLASSES = 16
 # Share of (S)'s cache budget for feature rows, the rest pages: the
 # sampling benchmark's default (docs/PERFORMANCE.md, Row cache).
 ROW_SHARE = 0.8
+# NeighborLoader's defaults, named: the probe must hold as many batches.
+PREFETCH = 4
+LOOKAHEAD = 32
 CONTENDERS = {"solidgraph": "(S) SolidGraph NeighborLoader", "mmap": "(a) numpy memmap CSR + features"}
 
 
@@ -288,26 +291,34 @@ def worker(a: argparse.Namespace) -> dict:
     w = torch.from_numpy(np.random.default_rng(a.seed).standard_normal((dim, CLASSES)).astype(np.float32))
     rep: dict = {"contender": a.run, "in_cgroup": a.cgroup is not None}
     if a.run == "solidgraph":
-        # The footprint probe: everything but the caches, measured with the
-        # loader's threads and prefetched batches, and a training step on
-        # each of two probe batches (no cache: direct I/O leaves nothing in
-        # the OS page cache). The probe's model updates are undone.
+        # The footprint probe: everything but the caches, measured over the
+        # loader's threads and a training step on each of two batches (no
+        # cache: direct I/O leaves nothing in the OS page cache); its model
+        # updates are undone. Two batches do not fill the loader's queues:
+        # in its steady state it holds LOOKAHEAD sampled batches (ids and
+        # edges) and PREFETCH gathered ones, counted at the largest probe
+        # batch's size (running that many batches uncached would take a
+        # minute of reads).
         state = {k: v.clone() for k, v in model.state_dict().items()}
         probe = solidgraph.open(data.store, cache_bytes=0)
-        it = iter(NeighborLoader(probe, train[: 2 * a.batch_size], a.fanouts, batch_size=a.batch_size, labels=None, num_workers=2, prefetch=4, seed=a.seed))
+        it = iter(NeighborLoader(probe, train[: 2 * a.batch_size], a.fanouts, batch_size=a.batch_size, labels=None, num_workers=2, prefetch=PREFETCH, seed=a.seed))
+        sampled = gathered = 0
         for b in it:
             step(model, opt, b, w)
+            ids_bytes = b.n_id.numel() * 8 + (b.edge_index.numel() + b.e_id.numel()) * 8
+            sampled, gathered = max(sampled, ids_bytes), max(gathered, ids_bytes + b.x.numel() * 4)
         del it, b, probe
         model.load_state_dict(state)
         opt = torch.optim.Adam(model.parameters(), lr=0.01)
-        footprint = peak_rss()
-        headroom = max(32 * MIB, footprint // 8)
+        queues = LOOKAHEAD * sampled + PREFETCH * gathered
+        footprint = peak_rss() + queues
+        headroom = max(64 * MIB, footprint // 8)
         cache = max(a.memory_limit - footprint - headroom, 1 * MIB)
         rows = int(cache * ROW_SHARE)
-        rep.update(footprint_bytes=footprint, headroom_bytes=headroom, page_cache_bytes=cache - rows, row_cache_bytes=rows)
-        print(f"    (S) footprint {footprint / MIB:.0f} MiB, headroom {headroom / MIB:.0f} MiB: page cache {(cache - rows) / MIB:.0f} MiB, row cache {rows / MIB:.0f} MiB", file=sys.stderr, flush=True)
+        rep.update(footprint_bytes=footprint, queue_bytes=queues, headroom_bytes=headroom, page_cache_bytes=cache - rows, row_cache_bytes=rows)
+        print(f"    (S) footprint {footprint / MIB:.0f} MiB (queues {queues / MIB:.0f} MiB), headroom {headroom / MIB:.0f} MiB: page cache {(cache - rows) / MIB:.0f} MiB, row cache {rows / MIB:.0f} MiB", file=sys.stderr, flush=True)
         g = solidgraph.open(data.store, cache_bytes=cache - rows, row_cache_bytes=rows)
-        loader = NeighborLoader(g, train, a.fanouts, batch_size=a.batch_size, shuffle=True, labels=None, num_workers=2, prefetch=4, seed=a.seed)
+        loader = NeighborLoader(g, train, a.fanouts, batch_size=a.batch_size, shuffle=True, labels=None, num_workers=2, prefetch=PREFETCH, seed=a.seed, lookahead=LOOKAHEAD)
     else:
         g = None
         loader = MmapLoader(data, train, a.fanouts, a.batch_size, a.seed)
@@ -456,7 +467,8 @@ def report(a: argparse.Namespace, data: Data, runs: dict[str, list[dict]], cg: b
     if s and "footprint_bytes" in s:
         print(
             f"  (S) page cache {s['page_cache_bytes'] / MIB:.0f} MiB + row cache {s['row_cache_bytes'] / MIB:.0f} MiB = the limit - its process's "
-            f"{s['footprint_bytes'] / MIB:.0f} MiB (measured: Python, torch, model, loader threads, a training step) - {s['headroom_bytes'] / MIB:.0f} MiB headroom"
+            f"{s['footprint_bytes'] / MIB:.0f} MiB (measured: Python, torch, model, loader threads, a training step; and {s['queue_bytes'] / MIB:.0f} MiB "
+            f"of it the loader's queues at the probe's batch size) - {s['headroom_bytes'] / MIB:.0f} MiB headroom"
         )
     print("  (a) the OS page cache over its memmaps: whatever of the limit its process does not use")
     print(

@@ -699,7 +699,7 @@ impl Report<'_> {
         // What each contender had of the same limit.
         match self.median(Contender::Solidgraph).and_then(|m| m.w.as_ref()?.budget) {
             Some((pages, rows, footprint, headroom)) => println!(
-                "  (S) page cache {:.0} MiB + row cache {:.0} MiB = the limit - its process's {:.0} MiB (measured: the loader's threads over {PROBE_BATCHES} batches, no cache) - {:.0} MiB headroom",
+                "  (S) page cache {:.0} MiB + row cache {:.0} MiB = the limit - its process's {:.0} MiB (measured: the loader's threads over lookahead + {PROBE_BATCHES} batches, no cache) - {:.0} MiB headroom",
                 mib(pages),
                 mib(rows),
                 mib(footprint),
@@ -1033,8 +1033,8 @@ pub fn worker(a: SamplingWorkerArgs) -> CliResult {
 fn caches_within(a: &SamplingWorkerArgs, l: &Layout, opts: &OpenOptions, ids: &[u64]) -> CliResult<(u64, u64, u64, u64)> {
     {
         let probe = Arc::new(Store::open(&l.store(), &OpenOptions { cache_bytes: 0, row_cache_bytes: 0, ..opts.clone() })?);
-        let probe_ids = &ids[..ids.len().min(PROBE_BATCHES * a.batch_size)];
-        let probe_args = SamplingWorkerArgs { max_seconds: f64::INFINITY, ..a.clone() };
+        let probe_ids = &ids[..ids.len().min((a.lookahead + PROBE_BATCHES) * a.batch_size)];
+        let probe_args = SamplingWorkerArgs { max_seconds: PROBE_MAX_SECONDS, ..a.clone() };
         measure_loader(&probe_args, &probe, probe_ids)?;
     }
     let footprint = a.cgroup.as_deref().and_then(|g| read_u64(&g.join("memory.max_usage_in_bytes"))).unwrap_or_else(peak_rss);
@@ -1044,9 +1044,12 @@ fn caches_within(a: &SamplingWorkerArgs, l: &Layout, opts: &OpenOptions, ids: &[
     Ok((cache - rows, rows, footprint, headroom))
 }
 
-/// Batches the footprint probe samples: as many as the loader holds at
-/// once (workers and prefetch), so its memory is all there.
+/// Batches the footprint probe samples beyond the lookahead: the loader's
+/// steady state holds the lookahead's sampled batches and the workers'
+/// and prefetched ones, so its memory is all there.
 const PROBE_BATCHES: usize = 8;
+/// The probe's time cap: it runs its batches to the end.
+const PROBE_MAX_SECONDS: f64 = 3600.0;
 /// At least this much of the limit stays free of SolidGraph's caches (a
 /// quarter of the footprint if more): a batch with more hubs than the
 /// probe's needs more, and anonymous memory over a cgroup's limit is not
