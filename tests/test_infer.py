@@ -281,6 +281,12 @@ def test_cli(rand, sage_dir, tmp_path):
     np.testing.assert_array_equal(np.load(out), rand.g.infer(sage_dir, np.arange(rand.g.num_nodes)))
     bad = subprocess.run(run, capture_output=True, text=True)
     assert bad.returncode != 0 and "--nodes" in bad.stderr
+    # --all --tensor: layer by layer into the store's infer/NAME/out.rows, a JSON report per layer.
+    r = subprocess.run([bin_, "infer", str(rand.g.path), "--model", str(sage_dir), "--all", "--tensor", "cli-all", "--json"], capture_output=True, text=True, check=True)
+    report = json.loads(r.stdout)
+    rows = np.fromfile(report["path"], dtype=np.float32).reshape(report["rows"], report["cols"])
+    np.testing.assert_array_equal(rows, rand.g.infer_all(sage_dir, out_tensor="cli-all"))
+    assert [layer["layer"] for layer in report["layers"]] == [1, 2, 3]
 
 
 def test_readme_snippet(tmp_path, monkeypatch):
