@@ -10,15 +10,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p demo-data
-export SOLIDGRAPH_BENCH_BIN="$PWD/target/release/solidgraph-bench"
+export SOLIDGRAPH_BENCH_BIN="${SOLIDGRAPH_BENCH_BIN:-$PWD/target/release/solidgraph-bench}"
 PY=.venv/bin/python
 SCALE=${DEMO_SCALE:-23}
 OUT=demo-data/results
 mkdir -p "$OUT"
-rm -f "$OUT"/*.json
+rm -f "$OUT"/*.json "$OUT"/*.txt
 
 echo "== 1/5 raw I/O: our volume engine vs fio on one file"
-benchmarks/io.sh --quick --file demo-data/io.dat --size 1GiB
+benchmarks/io.sh --quick --file demo-data/io.dat --size 1GiB | tee "$OUT/io.txt"
 
 echo
 # Every contender gets the same memory limit (5% of the store + 64 MiB):
@@ -26,7 +26,7 @@ echo
 # is what its own process leaves of it (measured), so neither side's cache
 # is smaller by the demo's choice.
 echo "== 2/5 batched neighbor reads: a Kronecker graph (scale 20) on SSD pages vs CSR files (mmap, and our I/O engine), the same memory limit for each, cold"
-benchmarks/neighbors.sh --scale 20 --batches 50 --rounds 1 --max-seconds 10 --dir demo-data/neighbors-s20
+benchmarks/neighbors.sh --scale 20 --batches 50 --rounds 1 --max-seconds 10 --dir demo-data/neighbors-s20 | tee "$OUT/neighbor-reads.txt"
 
 echo
 echo "== 3/5 GraphSAGE training from SSD: Kronecker scale $SCALE with 128-dim features, more data than memory"
@@ -54,4 +54,5 @@ echo "== 5/5 GraphSAGE on Cora, trained from a SolidGraph store on SSD (1 MiB pa
 $PY examples/train_graphsage.py --quick | tee "$OUT/cora.txt"
 
 echo
-$PY benchmarks/_demo_summary.py --analytics "$OUT/analytics.json" --train "$OUT/train.json" --cora "$OUT/cora.txt" --line
+$PY benchmarks/_demo_summary.py --analytics "$OUT/analytics.json" --train "$OUT/train.json" --cora "$OUT/cora.txt" --line \
+  --steps "$OUT/io.txt" "$OUT/neighbor-reads.txt"
