@@ -302,7 +302,9 @@ def test_deadlines(serve, store):
     r = srv.connect(store="g", timeout=1e-6)
     with pytest.raises(RemoteError) as e:
         r.sample_neighbors(np.arange(N), [-1, -1], tensors=["x"])
-    assert e.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+    # The client's deadline fires, or the server (which honours the
+    # grpc-timeout it was sent) cancels first: tonic says CANCELLED.
+    assert e.value.code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED)
     assert srv.connect().num_nodes == N  # and it keeps serving
     # The server's own limit cancels a call that outlives it (here: every call).
     srv2 = serve(store, "--read-only", "--deadline", "0.000001")

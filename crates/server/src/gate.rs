@@ -2,10 +2,11 @@
 //! `max_concurrent` at once, never on the reactor. A request waits for a
 //! slot (bounded by `max_queued` and its deadline); the slot is held by the
 //! work itself, so work a dropped request leaves behind (a client gone or
-//! past its deadline) still counts until it ends and cannot pile up.
+//! past its deadline) still counts until it ends and cannot pile up, and
+//! work whose call was dropped before it started is skipped.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use tokio::sync::Semaphore;
@@ -26,6 +27,16 @@ struct Waiting<'a>(&'a AtomicUsize);
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Set when the call's future is dropped (the client went away, or its
+/// deadline passed): work that has not started yet is skipped.
+struct Abandoned(Arc<AtomicBool>);
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
@@ -52,11 +63,18 @@ impl Gate {
             let _w = Waiting(&self.queued);
             self.slots.clone().acquire_owned().await.map_err(|_| Status::unavailable("the server is shutting down"))?
         };
+        let abandoned = Abandoned(Arc::new(AtomicBool::new(false)));
+        let flag = abandoned.0.clone();
         let job = tokio::task::spawn_blocking(move || {
             let _slot = permit;
+            if flag.load(Ordering::Relaxed) {
+                return Err(Status::cancelled("the call was abandoned before its work started"));
+            }
             work()
         });
-        match job.await {
+        let res = job.await;
+        drop(abandoned);
+        match res {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!(error = %e, "request work panicked");
