@@ -89,6 +89,13 @@ pub fn open(page_no: u64, page: &[u8]) -> Result<Header> {
 
 fn decode(page_no: u64, page: &[u8]) -> Result<Header> {
     let kind = Kind::from_u8(page[4]).ok_or_else(|| StoreError::Corrupt { page: page_no, reason: format!("unknown page kind {}", page[4]) })?;
+    // A packed page's directory and data must fit in it: decoders index
+    // the page by these.
+    let (count, aux) =
+        (u32::from_le_bytes(page[24..28].try_into().expect("4 bytes")) as usize, u32::from_le_bytes(page[28..32].try_into().expect("4 bytes")) as usize);
+    if kind == Kind::Packed && (count > (page.len() - HEADER) / 8 || aux > page.len() - 8 * count) {
+        return Err(StoreError::Corrupt { page: page_no, reason: format!("packed page with {count} entries and {aux} bytes of data does not fit") });
+    }
     Ok(Header {
         kind,
         epoch: u64::from_le_bytes(page[8..16].try_into().expect("8 bytes")),
