@@ -187,10 +187,16 @@ pub(crate) fn load_table_range(vol: &Volume, t: &Table, from: u64, want: u64) ->
 
 fn load_gtt(vol: &Volume, d: &DirMeta) -> Result<Gtt> {
     let mut g = Gtt::default();
+    // A damaged extent must not size an allocation or overflow.
+    let end = d.gtt_start.checked_add(d.gtt_pages).filter(|&e| e <= vol.num_pages());
+    let end = end.ok_or_else(|| StoreError::Corrupt {
+        page: d.gtt_start,
+        reason: format!("GTT of {} pages from page {} runs past the store", d.gtt_pages, d.gtt_start),
+    })?;
     // The superblock's count, trusted only as far as the pages can hold.
     let room = d.gtt_pages.saturating_mul(Gtt::entries_per_page(vol.page_size()) as u64);
     g.reserve_exact(d.gtt_entries.min(room) as usize);
-    let pages: Vec<u64> = (d.gtt_start..d.gtt_start + d.gtt_pages).collect();
+    let pages: Vec<u64> = (d.gtt_start..end).collect();
     for chunk in pages.chunks(1024) {
         let got = vol.read(chunk)?;
         for (i, &p) in chunk.iter().enumerate() {
