@@ -73,6 +73,17 @@ pub(crate) fn replay(delta: &mut Delta, records: Vec<Record>, shape: Shape, dir:
         }
         let edges = i64::from_le_bytes(payload[..8].try_into().expect("8"));
         let op = Op::decode(&payload[8..]).map_err(|e| bad(e.to_string()))?;
+        // A writer checks ids before logging; a record naming a vertex
+        // that does not exist is damage, and reads index arrays by id.
+        let n = delta.base_nodes + delta.added_nodes;
+        let ids: &[&[u64]] = match &op {
+            Op::AddEdges { src, dst, .. } | Op::DeleteEdges { src, dst } => &[src, dst],
+            Op::DeleteVertices { ids } | Op::UpdateTensor { ids, .. } => &[ids],
+            _ => &[],
+        };
+        if let Some(&v) = ids.iter().flat_map(|l| l.iter()).find(|&&v| v >= n) {
+            return Err(bad(format!("vertex {v} is out of range (the graph has {n} vertices)")));
+        }
         delta.apply(&op, shape);
         delta.edges_added += edges;
     }
