@@ -25,8 +25,7 @@ CHILD = textwrap.dedent(
     import solidgraph
 
     faulthandler.enable()
-    # A call that hangs shows its stack, then the child exits (watchdog).
-    faulthandler.dump_traceback_later(float(os.environ["HOSTILE_WATCHDOG"]), exit=True)
+    watchdog = float(os.environ["HOSTILE_WATCHDOG"])
     work = sys.argv[1]
     rng = np.random.default_rng(0)
     n = 200
@@ -72,10 +71,14 @@ CHILD = textwrap.dedent(
     dirs = st.one_of(st.sampled_from(["out", "in", "lower", "both", "", "OUT"]), hostile)
 
     def call(f, *a, **k):
+        # A call that hangs shows its stack, then the child exits (watchdog).
+        faulthandler.dump_traceback_later(watchdog, exit=True)
         try:
             f(*a, **k)
         except Exception:
             pass  # any Python exception is an answer; BaseException is not
+        finally:
+            faulthandler.cancel_dump_traceback_later()
 
     S = settings(max_examples=int(os.environ["HOSTILE_EXAMPLES"]), deadline=None, database=None,
                  suppress_health_check=list(HealthCheck), derandomize=True)
@@ -149,8 +152,8 @@ CHILD = textwrap.dedent(
 def test_hostile_arguments_raise_python_exceptions_only(tmp_path):
     script = tmp_path / "hostile.py"
     script.write_text(CHILD)
-    env = dict(os.environ, HOSTILE_EXAMPLES=os.environ.get("HOSTILE_EXAMPLES", "100"), HOSTILE_WATCHDOG="240")
-    r = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=300, env=env)
+    env = dict(os.environ, HOSTILE_EXAMPLES=os.environ.get("HOSTILE_EXAMPLES", "100"), HOSTILE_WATCHDOG="60")
+    r = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=600, env=env)
     out = r.stdout + r.stderr
     assert r.returncode == 0, f"the child died (return code {r.returncode}; negative is a signal):\n{out[-6000:]}"
     for name in ("reads", "sampling", "analytics", "updates", "module"):
