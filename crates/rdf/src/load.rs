@@ -90,16 +90,13 @@ pub fn quad_bytes(q: &Quad) -> Result<[Vec<u8>; 4]> {
     Ok(out)
 }
 
+/// Calls its argument once per distinct quad of ids.
+pub type QuadSource<'a> = dyn FnMut(&mut dyn FnMut([u64; 4]) -> Result<()>) -> Result<()> + 'a;
+
 /// Writes a store generation into `dir`: `dict.<gen>` and, when there are
 /// quads, `quads.<gen>/` from the edges file, then `rdf.meta` (the commit).
 /// `quads`: distinct (s, p, o, g) id quads, in any order, via `each`.
-pub fn write_generation(
-    dir: &Path,
-    generation: u64,
-    dict: &Dict,
-    memory_budget: u64,
-    each: &mut dyn FnMut(&mut dyn FnMut([u64; 4]) -> Result<()>) -> Result<()>,
-) -> Result<Meta> {
+pub fn write_generation(dir: &Path, generation: u64, dict: &Dict, memory_budget: u64, each: &mut QuadSource) -> Result<Meta> {
     let edges_path = dir.join(format!("edges.{generation}.tmp"));
     let mut pairs: FxHashMap<(u64, u64), u32> = FxHashMap::default();
     let mut pair_list: Vec<(u64, u64)> = Vec::new();

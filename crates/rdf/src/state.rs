@@ -72,8 +72,8 @@ impl Base {
             let csr = store.neighbors(&ids, dir, false, true)?;
             let labels = csr.labels.as_deref().unwrap_or(&[]);
             for (k, &v) in ids.iter().enumerate() {
-                for e in csr.indptr[k] as usize..csr.indptr[k + 1] as usize {
-                    let (n, l) = (csr.indices[e], labels[e]);
+                let (lo, hi) = (csr.indptr[k] as usize, csr.indptr[k + 1] as usize);
+                for (&n, &l) in csr.indices[lo..hi].iter().zip(&labels[lo..hi]) {
                     if !label_ok(l) || other.is_some_and(|x| x != n) {
                         continue;
                     }

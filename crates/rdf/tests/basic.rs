@@ -52,7 +52,11 @@ fn load_query_update_reopen_compact() {
 #[test]
 fn bad_syntax_names_file_line_column_and_leaves_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = write(tmp.path(), "bad.nt", "<http://ex/a> <http://ex/p> <http://ex/b> .\n<http://ex/a> <http://ex/p> .\n<http://ex/b> <http://ex/p> <http://ex/c> .\n");
+    let data = write(
+        tmp.path(),
+        "bad.nt",
+        "<http://ex/a> <http://ex/p> <http://ex/b> .\n<http://ex/a> <http://ex/p> .\n<http://ex/b> <http://ex/p> <http://ex/c> .\n",
+    );
     let path = tmp.path().join("s");
     let e = RdfStore::bulk_load(&path, std::slice::from_ref(&data), &LoadOptions::default()).unwrap_err();
     match &e {
