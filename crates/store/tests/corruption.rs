@@ -193,6 +193,9 @@ fn kind(msg: &str) -> String {
     if msg.contains("WAL record") {
         return "WAL record damaged".into();
     }
+    if msg.contains("size") && msg.contains("is not") {
+        return "member file size wrong".into();
+    }
     if msg.contains("superblock") {
         return "superblock".into();
     }
