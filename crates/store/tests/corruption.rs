@@ -199,7 +199,7 @@ fn kind(msg: &str) -> String {
     if msg.contains("superblock") {
         return "superblock".into();
     }
-    msg.split(':').rev().next().unwrap_or(msg).split_whitespace().take(4).collect::<Vec<_>>().join(" ")
+    msg.split(':').next_back().unwrap_or(msg).split_whitespace().take(4).collect::<Vec<_>>().join(" ")
 }
 
 /// What a mutation may read as besides the unmutated graph: nothing, the

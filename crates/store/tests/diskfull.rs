@@ -93,10 +93,8 @@ fn enospc_on_import_updates_tensor_writes_and_merge() {
     let filler = fs.0.join("filler");
     fill(&filler);
     let (mut errors, mut merged) = ([0u32; 3], 0);
-    let mut rng = 5;
     for round in 0..400u64 {
-        let (src, dst) = edges(n, 50, rng + round);
-        rng += 1;
+        let (src, dst) = edges(n, 50, 5 + 2 * round);
         match s.add_edges(&src, &dst, None, None, true) {
             Ok(()) => model.extend(src.iter().copied().zip(dst.iter().copied())),
             Err(e) => {
@@ -136,7 +134,7 @@ fn enospc_on_import_updates_tensor_writes_and_merge() {
         // Exactly the acknowledged batches: none lost, none of the failed
         // ones half there.
         assert!(model.is_subset(&got), "{when}: {} acknowledged edges lost", model.difference(&got).count());
-        assert!(got.is_subset(model), "{when}: {} edges of failed batches present", got.difference(&model).count());
+        assert!(got.is_subset(model), "{when}: {} edges of failed batches present", got.difference(model).count());
     };
     check(&open(&dir, false).unwrap(), &model, "full, reopened");
 
