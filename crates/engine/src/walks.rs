@@ -42,8 +42,11 @@ pub(crate) fn walk(store: &Store, starts: &[u64], o: &WalkOptions) -> Result<Vec
     if o.length == 0 || o.length > MAX_LENGTH {
         return Err(EngineError::Invalid(format!("walk length {} must be in 1..={MAX_LENGTH}", o.length)));
     }
-    if !(o.p > 0.0 && o.q > 0.0) {
-        return Err(EngineError::Invalid(format!("p ({}) and q ({}) must be positive", o.p, o.q)));
+    // Rejection sampling takes about max(1/p, 1, 1/q) / min(1/p, 1, 1/q)
+    // draws a step: bounded p and q keep a walk from spinning (p = inf and
+    // q = 1e-300 never accepted a step).
+    if !((1e-4..=1e4).contains(&o.p) && (1e-4..=1e4).contains(&o.q)) {
+        return Err(EngineError::Invalid(format!("p ({}) and q ({}) must be positive, in 1e-4..=1e4", o.p, o.q)));
     }
     let n = store.num_nodes();
     if let Some(&bad) = starts.iter().find(|&&v| v >= n) {
