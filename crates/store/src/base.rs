@@ -163,6 +163,10 @@ pub(crate) fn load_table(vol: &Volume, t: &Table) -> Result<Vec<u64>> {
 
 /// Up to `want` words of a table from word `from`.
 pub(crate) fn load_table_range(vol: &Volume, t: &Table, from: u64, want: u64) -> Result<Vec<u64>> {
+    // A damaged extent must not size an allocation or overflow.
+    if t.start.checked_add(t.pages).is_none_or(|e| e > vol.num_pages()) {
+        return Err(StoreError::Corrupt { page: t.start, reason: format!("table of {} pages from page {} runs past the store", t.pages, t.start) });
+    }
     let end = from.saturating_add(want).min(t.words);
     let per = ((vol.page_size() - page::HEADER) / 8) as u64;
     let first = from / per;
@@ -204,7 +208,12 @@ fn load_gtt(vol: &Volume, d: &DirMeta) -> Result<Gtt> {
             g.decode_page(p, got.page(i), &h)?;
         }
     }
-    let bitmap: Vec<u64> = (d.gtt_start + d.gtt_pages..d.gtt_start + d.gtt_pages + d.bitmap_pages).collect();
+    let bitmap_end = end.checked_add(d.bitmap_pages).filter(|&e| e <= vol.num_pages());
+    let bitmap_end = bitmap_end.ok_or_else(|| StoreError::Corrupt {
+        page: end,
+        reason: format!("presence bitmap of {} pages from page {end} runs past the store", d.bitmap_pages),
+    })?;
+    let bitmap: Vec<u64> = (end..bitmap_end).collect();
     for chunk in bitmap.chunks(1024) {
         let got = vol.read(chunk)?;
         for (i, &p) in chunk.iter().enumerate() {
