@@ -209,10 +209,8 @@ fn load_gtt(vol: &Volume, d: &DirMeta) -> Result<Gtt> {
         }
     }
     let bitmap_end = end.checked_add(d.bitmap_pages).filter(|&e| e <= vol.num_pages());
-    let bitmap_end = bitmap_end.ok_or_else(|| StoreError::Corrupt {
-        page: end,
-        reason: format!("presence bitmap of {} pages from page {end} runs past the store", d.bitmap_pages),
-    })?;
+    let bitmap_end = bitmap_end
+        .ok_or_else(|| StoreError::Corrupt { page: end, reason: format!("presence bitmap of {} pages from page {end} runs past the store", d.bitmap_pages) })?;
     let bitmap: Vec<u64> = (end..bitmap_end).collect();
     for chunk in bitmap.chunks(1024) {
         let got = vol.read(chunk)?;
