@@ -120,7 +120,7 @@ def random_bgp(rng: random.Random) -> str:
         pats.append(f"{s} {p} {o} .")
     filt = rng.choice(["", "", "FILTER(isLiteral(?b))", "FILTER(?b = 1)", "FILTER(sameTerm(?b, 1))",
                        "FILTER(?b > 0)", 'FILTER(lang(?b) = "en")', "FILTER(!sameTerm(?a, ?c))",
-                       f'FILTER(datatype(?b) = <{XSD}integer>)', "FILTER(!BOUND(?d))"])
+                       "FILTER(?a != ?c)", f'FILTER(datatype(?b) = <{XSD}integer>)', "FILTER(!BOUND(?d))"])
     return "SELECT * WHERE { " + " ".join(pats) + " " + filt + " }"
 
 
