@@ -70,3 +70,35 @@ fn bad_syntax_names_file_line_column_and_leaves_nothing() {
     let r = RdfStore::bulk_load(&path, &[data], &LoadOptions { lenient: true, ..Default::default() }).unwrap();
     assert_eq!((r.quads, r.skipped), (2, 1));
 }
+
+/// Chains of lookups from a bound term (planned as for-loop joins), over
+/// quads in pages and in the delta, and `!=` between a date and other terms.
+#[test]
+fn dependent_lookups_and_date_inequality() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = write(
+        tmp.path(),
+        "d.ttl",
+        "@prefix ex: <http://ex/> . ex:a ex:k ex:b , ex:c . ex:b ex:k ex:d . ex:c ex:k ex:e . ex:x ex:k ex:y . \
+         ex:s ex:p \"2020-01-31\"^^<http://www.w3.org/2001/XMLSchema#date> , \"a\" , 0 .",
+    );
+    let path = tmp.path().join("s");
+    RdfStore::bulk_load(&path, &[data], &LoadOptions::default()).unwrap();
+    let store = RdfStore::open(&path, &OpenOptions { writable: true, ..Default::default() }).unwrap();
+    let bgp = "SELECT ?y WHERE { <http://ex/a> <http://ex/k> ?x . ?x <http://ex/k> ?y }";
+    let path_q = "SELECT ?y WHERE { <http://ex/a> <http://ex/k>/<http://ex/k> ?y }";
+    let want = vec![vec!["<http://ex/d>".to_string()], vec!["<http://ex/e>".to_string()]];
+    assert_eq!(select(&store, bgp), want);
+    assert_eq!(select(&store, path_q), want);
+    store
+        .update(
+            "INSERT DATA { <http://ex/b> <http://ex/k> <http://ex/f> } ; DELETE DATA { <http://ex/c> <http://ex/k> <http://ex/e> }",
+            &QueryOptions::default(),
+        )
+        .unwrap();
+    let want = vec![vec!["<http://ex/d>".to_string()], vec!["<http://ex/f>".to_string()]];
+    assert_eq!(select(&store, bgp), want);
+    assert_eq!(select(&store, path_q), want);
+    let ne = "SELECT ?o WHERE { <http://ex/s> <http://ex/p> ?o FILTER(?o != \"2020-01-31\"^^<http://www.w3.org/2001/XMLSchema#date>) }";
+    assert_eq!(select(&store, ne), vec![vec!["\"0\"^^<http://www.w3.org/2001/XMLSchema#integer>".to_string()], vec!["\"a\"".to_string()]]);
+}
