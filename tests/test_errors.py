@@ -113,9 +113,13 @@ def test_bad_arguments_are_invalid_argument_and_value_errors(store):
         (lambda: g.bfs(0, target=99), "target vertex 99 is not in the graph"),  # the engine
         (lambda: g.neighbors([0], "in"), "no in edges"),  # what the store was imported with
         (lambda: g.sssp(0), "needs edge weights"),
+        (lambda: g.cdlp(iterations=2**31), "iterations 2147483648 is more than the limit of 10000"),  # hours of rounds
+        (lambda: g.pagerank(iterations=10_001), "more than the limit"),
         (lambda: g.add_edges([0], [1]), "read-only"),  # how it was opened
         (lambda: g.degree([0], "sideways"), 'direction must be "out" or "in"'),
         (lambda: solidgraph.open(store, row_admission="never"), "row_admission must be"),
+        (lambda: solidgraph.open(store, cache_bytes=2**60), "cache_bytes 1152921504606846976 is more than this machine's memory"),
+        (lambda: solidgraph.open(store, row_cache_bytes=2**60), "row_cache_bytes .* is more than this machine's memory"),
         (lambda: solidgraph.import_graph(store.parent / "h", ([0], [1]), order="random"), "order"),
         (lambda: solidgraph.import_graph(store.parent / "h", ([0], [1]), page_size=1000), "page size 1000"),
     ]

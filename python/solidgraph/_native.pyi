@@ -454,7 +454,7 @@ class Graph:
         `iterations` iterations, fewer once an iteration changes the ranks by
         less than `tol` (L1). 20 by default, as `solidgraph run pagerank`:
         the error shrinks by `damping` per iteration, to 0.85**20 = 4% of
-        the start after 20 (20% after 10)."""
+        the start after 20 (20% after 10). At most 10,000 iterations."""
     def mis(self, seed: int = 0, progress: _Progress = False) -> npt.NDArray[np.bool_]:
         """A maximal independent set of the undirected view (Luby, seeded):
         True for its vertices. Directed stores need in_edges=True."""
@@ -466,7 +466,8 @@ class Graph:
         non-negative) from `source`; inf where unreachable."""
     def cdlp(self, iterations: int = 10, progress: _Progress = False) -> _I64:
         """Label propagation (Graphalytics CDLP): synchronous rounds, each
-        vertex takes its neighbors' most frequent label (smallest on ties)."""
+        vertex takes its neighbors' most frequent label (smallest on ties).
+        At most 10,000 iterations."""
     def lcc(self, progress: _Progress = False) -> _F64:
         """Local clustering coefficient (Graphalytics LCC; for a directed
         graph, directed links among the undirected neighborhood)."""

@@ -11,6 +11,7 @@ use crate::frontier::Lists;
 use crate::state;
 
 pub fn cdlp(store: &Store, iterations: u32, progress: Progress) -> Result<Vec<u64>> {
+    crate::check_iterations(iterations)?;
     let n = store.num_nodes();
     let lists = Lists::both(store, "CDLP")?;
     let mut labels: Vec<u64> = state::from_fn(n as usize, |v| v as u64);

@@ -25,3 +25,16 @@ pub mod walks;
 pub mod wcc;
 
 pub use error::{EngineError, Progress, Result, silent};
+
+/// The most rounds an iterative algorithm (PageRank, CDLP) runs: every pass
+/// reads the whole graph, so a count past this is a mistake, not a request
+/// (a u32 of rounds on a small graph is hours of work with no way out).
+pub const MAX_ITERATIONS: u32 = 10_000;
+
+/// Refuses a round count above [`MAX_ITERATIONS`].
+pub(crate) fn check_iterations(iterations: u32) -> Result<()> {
+    if iterations > MAX_ITERATIONS {
+        return Err(EngineError::Invalid(format!("iterations {iterations} is more than the limit of {MAX_ITERATIONS}")));
+    }
+    Ok(())
+}

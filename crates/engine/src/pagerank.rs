@@ -48,6 +48,7 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
     if tol.is_some_and(|t| t.is_nan() || t <= 0.0) {
         return Err(EngineError::Invalid("tolerance must be positive".into()));
     }
+    crate::check_iterations(iterations)?;
     if store.has_lower_lists() {
         return lower_pagerank(store, damping, iterations, tol, progress);
     }

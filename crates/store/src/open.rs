@@ -154,6 +154,7 @@ impl std::error::Error for NoSuchStore {
 
 impl Store {
     pub fn open(path: &Path, opts: &OpenOptions) -> Result<Store> {
+        check_cache_budgets(opts)?;
         let sb = bootstrap(path, &opts.backend)?;
         let paths: Vec<PathBuf> = (0..sb.members as usize).map(|i| member_path(path, i)).collect();
         let vol = Volume::open(
@@ -242,6 +243,24 @@ fn row_cache(sb: &Superblock, budget: u64, admission: RowAdmission, hot: &[u64])
 
 /// How many vertices' rows (of every tensor) a row cache of `budget`
 /// bytes holds.
+/// Refuses caches larger than the machine's memory: the caches size their
+/// tables from the budget at open, so such a budget is an allocation that
+/// aborts the process, never a cache that could be filled.
+fn check_cache_budgets(opts: &OpenOptions) -> Result<()> {
+    // SAFETY: sysconf only reads system configuration.
+    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    let memory = (pages.max(0) as u64).saturating_mul(page.max(0) as u64);
+    if memory == 0 {
+        return Ok(()); // unknown: nothing to check against
+    }
+    for (name, bytes) in [("cache_bytes", opts.cache_bytes), ("row_cache_bytes", opts.row_cache_bytes)] {
+        if bytes > memory {
+            return Err(StoreError::Invalid(format!("{name} {bytes} is more than this machine's memory ({memory} bytes)")));
+        }
+    }
+    Ok(())
+}
+
 fn rows_held(sb: &Superblock, budget: u64) -> u64 {
     let row_bytes: Vec<usize> = sb.tensors.iter().map(|t| t.row_bytes() as usize).collect();
     RowCache::rows_held(budget as usize, &row_bytes) as u64
