@@ -49,7 +49,8 @@ apt-fio:
 # them, all compiled a second time by `cargo test` (issue 27). After this,
 # `cargo test` with the same selection compiles nothing (and `make demo`,
 # which builds the same, leaves nothing for `make test`). The extension is
-# maturin's (develop).
+# maturin's (develop); crates/workspace-hack gives its `-p solidgraph-py`
+# build the same dependency features, so it reuses these artifacts.
 CARGO_SEL := --release --workspace --exclude solidgraph-py
 
 build:
@@ -86,10 +87,12 @@ protos: $(VENV)/.client-ready
 	  && cp $$T/solidgraph/v1/solidgraph_pb2.py $$T/solidgraph/v1/solidgraph_pb2.pyi python/solidgraph/_proto/ && rm -r $$T
 
 # What CI checks besides the tests: formatting (rustfmt.toml), clippy with
-# every warning an error, and the stub against the module.
+# every warning an error, and the stub against the module. Clippy runs in the
+# release profile so the build scripts and proc macros it compiles are the
+# ones `make build` uses.
 lint: venv
 	$(CARGO) fmt --all --check
-	PYO3_PYTHON=$(abspath $(PY)) $(CARGO) clippy --workspace --all-targets -- -D warnings
+	PYO3_PYTHON=$(abspath $(PY)) $(CARGO) clippy --release --workspace --all-targets -- -D warnings
 	$(MAKE) stubtest
 
 # Each cargo-fuzz target (fuzz/) for FUZZ_SECONDS, one at a time and one
