@@ -1,7 +1,8 @@
 //! `solidgraph-bench analytics`: BFS, WCC, PageRank and k-core out of core,
 //! SolidGraph's engine against the same algorithms over plain CSR in mmap
 //! (default advice and MADV_RANDOM) under the same memory limit, and against
-//! SolidGraph with the whole store cached (the in-memory speed of our code).
+//! SolidGraph with the whole store cached (the in-memory speed of our code),
+//! and GAP (gapbs, `gap.rs`) in memory without a limit, the reference.
 //!
 //! Every (contender, algorithm, round) runs in its own worker process with
 //! caches dropped before; the out-of-core contenders join a cgroup v1 memory
@@ -91,6 +92,10 @@ pub struct AnalyticsArgs {
     /// I/O backend: uring (default where io_uring works) or posix.
     #[arg(long)]
     backend: Option<String>,
+    /// gapbs's source directory, copied and built with `make` into the
+    /// work directory (the `gap` contender; skipped with a note when absent).
+    #[arg(long, default_value = super::gap::DEFAULT_SOURCE)]
+    gapbs: PathBuf,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
@@ -141,9 +146,10 @@ pub enum Contender {
     Mmap,
     MmapRandom,
     Cached,
+    Gap,
 }
 
-const CONTENDERS: [Contender; 4] = [Contender::Solidgraph, Contender::Mmap, Contender::MmapRandom, Contender::Cached];
+const CONTENDERS: [Contender; 5] = [Contender::Solidgraph, Contender::Mmap, Contender::MmapRandom, Contender::Cached, Contender::Gap];
 
 impl Contender {
     fn name(self) -> &'static str {
@@ -152,6 +158,7 @@ impl Contender {
             Contender::Mmap => "mmap",
             Contender::MmapRandom => "mmap-random",
             Contender::Cached => "cached",
+            Contender::Gap => "gap",
         }
     }
     fn label(self) -> &'static str {
@@ -160,6 +167,7 @@ impl Contender {
             Contender::Mmap => "(a) CSR mmap",
             Contender::MmapRandom => "(a) CSR mmap MADV_RANDOM",
             Contender::Cached => "(b) SolidGraph all cached",
+            Contender::Gap => "(g) GAP in memory, no limit",
         }
     }
 }
@@ -197,7 +205,7 @@ pub struct AnalyticsWorkerArgs {
     backend: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct WorkerReport {
     seconds: f64,
     /// Seconds of the warm-up run (cached contender only).
@@ -219,6 +227,12 @@ struct WorkerReport {
     footprint_bytes: Option<u64>,
     #[serde(default)]
     headroom_bytes: Option<u64>,
+}
+
+impl WorkerReport {
+    fn empty() -> WorkerReport {
+        WorkerReport { passes: 1, ..Default::default() }
+    }
 }
 
 struct Run {
@@ -261,18 +275,39 @@ pub fn run(a: AnalyticsArgs) -> CliResult {
     };
 
     let cgroups = cgroups_usable();
-    let contenders: Vec<Contender> = CONTENDERS.iter().copied().filter(|c| !a.skip.contains(c)).collect();
+    let mut contenders: Vec<Contender> = CONTENDERS.iter().copied().filter(|c| !a.skip.contains(c)).collect();
     if !contenders.contains(&Contender::Solidgraph) {
         return Err(BenchError::Invalid("solidgraph cannot be skipped".into()).into());
     }
-    let mut runs: Vec<Run> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
+    let gap = if !contenders.contains(&Contender::Gap) {
+        None
+    } else if !a.gapbs.join("src/bfs.cc").exists() {
+        failures.push(format!("gap: no gapbs source at {} (--gapbs)", a.gapbs.display()));
+        contenders.retain(|&c| c != Contender::Gap);
+        None
+    } else {
+        let pb = progress.bar(0, "gapbs build");
+        let gap = super::gap::Gap::prepare(&a.gapbs, &g.l.dir.join("gap"), &g.l, n, g.meta.edges)?;
+        pb.finish_and_clear();
+        Some(gap)
+    };
+    let mut runs: Vec<Run> = Vec::new();
     for round in 0..a.rounds {
         for &algo in &a.algos {
             let state = algo.state_per_vertex(a.order) * n;
             let limit = budget.max(state + PROCESS_OVERHEAD + MIN_CACHE);
             for k in 0..contenders.len() {
                 let c = contenders[(round + k) % contenders.len()];
+                if c == Contender::Gap {
+                    // In memory, no limit; its read time is not timed.
+                    let gap = gap.as_ref().expect("prepared above");
+                    if let Some(seconds) = gap.run(algo, bfs_source, a.iterations)? {
+                        let w = WorkerReport { seconds, ..WorkerReport::empty() };
+                        runs.push(Run { c, algo, w: Some(w), peak: None, result: PathBuf::new() });
+                    }
+                    continue;
+                }
                 drop_caches(&files);
                 let in_cg = c != Contender::Cached && cgroups;
                 let cg = if in_cg { Some(Cgroup::create(&format!("{}-{}", c.name(), algo.name()), limit)?) } else { None };
@@ -305,7 +340,7 @@ pub fn run(a: AnalyticsArgs) -> CliResult {
                 let cap = match c {
                     Contender::Mmap | Contender::MmapRandom => a.baseline_max_seconds,
                     Contender::Cached => 2.0 * a.max_seconds,
-                    Contender::Solidgraph => a.max_seconds,
+                    Contender::Solidgraph | Contender::Gap => a.max_seconds,
                 };
                 let pb = progress.bar(0, c.name());
                 pb.set_style(indicatif::ProgressStyle::with_template("{msg:>12} {prefix} {spinner} {elapsed}").expect("static template"));
@@ -334,7 +369,7 @@ pub fn run(a: AnalyticsArgs) -> CliResult {
         }
     }
     let verified = verify(&runs, &a.algos)?;
-    for r in &runs {
+    for r in runs.iter().filter(|r| r.c != Contender::Gap) {
         let _ = std::fs::remove_file(&r.result);
     }
     let rep = Report { a: &a, g: &g, budget, bfs_source, cgroups, seq, runs, verified, contenders, failures };
@@ -358,7 +393,8 @@ fn verify(runs: &[Run], algos: &[Algo]) -> CliResult<Vec<String>> {
         };
         let want = std::fs::read(&reference.result).map_err(file_err(&reference.result))?;
         let mut checked = 0;
-        for r in runs.iter().filter(|r| r.algo == algo && r.w.is_some() && !std::ptr::eq(*r, reference)) {
+        // gapbs prints no per-vertex result.
+        for r in runs.iter().filter(|r| r.algo == algo && r.w.is_some() && r.c != Contender::Gap && !std::ptr::eq(*r, reference)) {
             let got = std::fs::read(&r.result).map_err(file_err(&r.result))?;
             let ok = match algo {
                 Algo::Pagerank => {
@@ -421,8 +457,15 @@ impl Report<'_> {
         match c {
             Contender::Mmap | Contender::MmapRandom => self.a.baseline_max_seconds,
             Contender::Cached => 2.0 * self.a.max_seconds,
-            Contender::Solidgraph => self.a.max_seconds,
+            Contender::Solidgraph | Contender::Gap => self.a.max_seconds,
         }
+    }
+
+    /// (S / GAP, cached / GAP): our seconds over gapbs's in-memory ones.
+    fn vs_gap(&self, algo: Algo) -> (Option<f64>, Option<f64>) {
+        let g = self.cell(Contender::Gap, algo).seconds;
+        let over = |c| self.cell(c, algo).seconds.zip(g).map(|(s, g)| s / g.max(1e-9));
+        (over(Contender::Solidgraph), over(Contender::Cached))
     }
 
     /// Seconds of the better mmap baseline (a capped one counts as its cap,
@@ -500,6 +543,7 @@ impl Report<'_> {
                 "solidgraph_cache_bytes": s.map(|s| s.0), "solidgraph_footprint_bytes": s.map(|s| s.1), "solidgraph_headroom_bytes": s.map(|s| s.2),
                 "mmap_best": self.mmap_best(algo).map(|m| m.2.name()), "mmap_best_capped": self.mmap_best(algo).map(|m| m.1),
                 "speedup_vs_mmap_best": vs_a, "s_over_cached": vs_b, "s_read_mib_s": self.s_mib_s(algo),
+                "s_over_gap": self.vs_gap(algo).0, "cached_over_gap": self.vs_gap(algo).1,
                 "bars": { "vs_mmap_2x": a_met, "within_3x_of_cached_or_80pct_seq": b_met },
             }));
         }
@@ -620,6 +664,14 @@ impl Report<'_> {
                 pass(b_met),
             );
         }
+        if self.contenders.contains(&Contender::Gap) {
+            println!("GAP (gapbs, in memory, no memory limit: the reference; its results are not compared, it prints none; no k-core kernel):");
+            for &algo in &self.a.algos {
+                let (s, b) = self.vs_gap(algo);
+                let x = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.2}x"));
+                println!("{:<9} S/GAP: {} (bar <= 3x)   b/GAP: {} (bar <= 1.5x)", algo.name(), x(s), x(b));
+            }
+        }
         println!("verified: {}", self.verified.join("; "));
         for f in &self.failures {
             println!("FAILED (counted as capped): {f}");
@@ -651,6 +703,7 @@ pub fn worker(a: AnalyticsWorkerArgs) -> CliResult {
         headroom_bytes: None,
     };
     let result: Res = match a.contender {
+        Contender::Gap => return Err(BenchError::Invalid("gap runs its own binaries, not a worker".into()).into()),
         Contender::Solidgraph | Contender::Cached => {
             let opts = OpenOptions { cache_bytes: a.cache_bytes, backend: backend_choice(&a.backend)?, inflight_per_member: a.inflight, ..Default::default() };
             let cache_bytes = if a.contender == Contender::Solidgraph && a.memory_limit > 0 {
@@ -774,6 +827,7 @@ fn engine_run(store: &Store, a: &AnalyticsWorkerArgs) -> CliResult<(Res, u64)> {
             let passes = std::sync::atomic::AtomicU64::new(0);
             let count = |_: &str, _: u64, _: u64| {
                 passes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
             };
             let core = e::kcore::kcore(store, &count)?;
             (Res::U32(core), passes.into_inner())

@@ -70,13 +70,14 @@ pub struct RunArgs {
     pub backend: Option<BackendKind>,
 }
 
-fn progress_bar() -> impl Fn(&str, u64, u64) + Sync {
+fn progress_bar() -> impl Fn(&str, u64, u64) -> Result<(), eng::Cancelled> + Sync {
     let pb = indicatif::ProgressBar::new(0);
     pb.set_style(indicatif::ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} {elapsed}").expect("static template").progress_chars("=> "));
     move |phase: &str, done: u64, total: u64| {
         pb.set_message(phase.to_string());
         pb.set_length(total);
         pb.set_position(done);
+        Ok(())
     }
 }
 
@@ -97,7 +98,7 @@ fn run(a: RunArgs) -> CliResult {
     let n = store.num_nodes();
     let need_source = || a.source.ok_or("--source is required for this algorithm");
     let pb = progress_bar();
-    let progress: &(dyn Fn(&str, u64, u64) + Sync) = if a.json || a.out.is_none() { &eng::silent } else { &pb };
+    let progress: eng::Progress = if a.json || a.out.is_none() { &eng::silent } else { &pb };
     let t0 = std::time::Instant::now();
     // Values as text, one per vertex (walks: one line per walk).
     let lines: Box<dyn Fn(u64) -> String> = match a.algo {

@@ -176,7 +176,7 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
             settle(&hits);
             // Removing members while the reader plans ahead is safe: they
             // belong to batches it has already handed over.
-            inn.batches(Frontier::Set(&unread), |b| {
+            inn.try_batches(Frontier::Set(&unread), |b| {
                 let hits: Vec<(u64, u64)> = (0..b.len())
                     .into_par_iter()
                     .with_min_len(256)
@@ -187,10 +187,11 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
                     .collect();
                 again.keep_misses(&hits, kept_cap, &unread, |i| b.get(i).1);
                 settle(&hits);
+                Ok(progress("bfs", reached, n)?)
             })?;
             kept = again;
         } else {
-            out.batches(Frontier::Set(&cur), |b| {
+            out.try_batches(Frontier::Set(&cur), |b| {
                 let hits: Vec<(u64, u64)> = (0..b.len())
                     .into_par_iter()
                     .with_min_len(64)
@@ -201,10 +202,11 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
                     })
                     .collect();
                 settle(&hits);
+                Ok(progress("bfs", reached, n)?)
             })?;
         }
         reached += added;
-        progress("bfs", reached, n);
+        progress("bfs", reached, n)?;
         std::mem::swap(&mut cur, &mut next);
         next.clear();
         size = added;

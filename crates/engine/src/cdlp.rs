@@ -19,27 +19,30 @@ pub fn cdlp(store: &Store, iterations: u32, progress: Progress) -> Result<Vec<u6
     let mut next = labels.clone();
     let mut buf: Vec<u64> = Vec::new();
     for it in 0..iterations {
-        lists.scan(|v, nbrs, _| {
-            if nbrs.is_empty() {
-                next[v as usize] = labels[v as usize];
-                return;
-            }
-            buf.clear();
-            buf.extend(nbrs.iter().map(|&u| labels[u as usize]));
-            buf.sort_unstable();
-            let (mut best, mut best_n) = (buf[0], 0usize);
-            let mut i = 0;
-            while i < buf.len() {
-                let j = i + buf[i..].partition_point(|&x| x == buf[i]);
-                if j - i > best_n {
-                    (best, best_n) = (buf[i], j - i);
+        lists.scan_checked(
+            |v, nbrs, _| {
+                if nbrs.is_empty() {
+                    next[v as usize] = labels[v as usize];
+                    return;
                 }
-                i = j;
-            }
-            next[v as usize] = best;
-        })?;
+                buf.clear();
+                buf.extend(nbrs.iter().map(|&u| labels[u as usize]));
+                buf.sort_unstable();
+                let (mut best, mut best_n) = (buf[0], 0usize);
+                let mut i = 0;
+                while i < buf.len() {
+                    let j = i + buf[i..].partition_point(|&x| x == buf[i]);
+                    if j - i > best_n {
+                        (best, best_n) = (buf[i], j - i);
+                    }
+                    i = j;
+                }
+                next[v as usize] = best;
+            },
+            |_| Ok(progress("cdlp", it as u64, iterations as u64)?),
+        )?;
         std::mem::swap(&mut labels, &mut next);
-        progress("cdlp", it as u64 + 1, iterations as u64);
+        progress("cdlp", it as u64 + 1, iterations as u64)?;
     }
     drop(next);
     state::by_external_small(store, &mut labels)?;

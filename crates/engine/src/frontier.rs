@@ -334,25 +334,38 @@ impl<'a> Lists<'a> {
     /// Calls `f(v, neighbors, weights)` for every vertex, in id order
     /// (vertices without edges get empty lists). Weights are empty unless
     /// requested.
-    pub fn scan(&self, mut f: impl FnMut(u64, &[u64], &[f32])) -> Result<()> {
-        self.batches(Frontier::All, |b| {
+    pub fn scan(&self, f: impl FnMut(u64, &[u64], &[f32])) -> Result<()> {
+        self.scan_checked(f, |_| Ok(()))
+    }
+
+    /// `scan`, calling `check(vertices handed so far)` after each batch; an
+    /// error from it (a cancelled run) ends the pass.
+    pub fn scan_checked(&self, f: impl FnMut(u64, &[u64], &[f32]), check: impl FnMut(u64) -> Result<()>) -> Result<()> {
+        self.each_checked(Frontier::All, f, check)
+    }
+
+    fn each_checked(&self, frontier: Frontier, mut f: impl FnMut(u64, &[u64], &[f32]), mut check: impl FnMut(u64) -> Result<()>) -> Result<()> {
+        let mut seen = 0u64;
+        self.try_batches(frontier, |b| {
             (0..b.len()).for_each(|i| {
                 let (v, l, w) = b.get(i);
                 f(v, l, w)
-            })
+            });
+            seen += b.len() as u64;
+            check(seen)
         })
     }
 
     /// Calls `f` for every vertex of `frontier` (sorted, distinct), in no
     /// particular order.
-    pub fn visit(&self, frontier: &[u64], mut f: impl FnMut(u64, &[u64], &[f32])) -> Result<()> {
+    pub fn visit(&self, frontier: &[u64], f: impl FnMut(u64, &[u64], &[f32])) -> Result<()> {
+        self.visit_checked(frontier, f, |_| Ok(()))
+    }
+
+    /// `visit`, calling `check(vertices handed so far)` after each batch.
+    pub fn visit_checked(&self, frontier: &[u64], f: impl FnMut(u64, &[u64], &[f32]), check: impl FnMut(u64) -> Result<()>) -> Result<()> {
         debug_assert!(frontier.windows(2).all(|w| w[0] < w[1]), "frontier must be sorted and distinct");
-        self.batches(Frontier::Ids(frontier), |b| {
-            (0..b.len()).for_each(|i| {
-                let (v, l, w) = b.get(i);
-                f(v, l, w)
-            })
-        })
+        self.each_checked(Frontier::Ids(frontier), f, check)
     }
 
     /// Hands `f` the frontier's lists one read batch at a time: for `All`,
@@ -360,13 +373,22 @@ impl<'a> Lists<'a> {
     /// run on `READERS` threads ahead of `f`, so one batch's I/O is in
     /// flight while another is decoded.
     pub fn batches(&self, frontier: Frontier, mut f: impl FnMut(&Batch)) -> Result<()> {
+        self.try_batches(frontier, |b| {
+            f(b);
+            Ok(())
+        })
+    }
+
+    /// `batches` where `f` may end the pass early with an error (a
+    /// cancelled run): the readers stop at their next batch.
+    pub fn try_batches(&self, frontier: Frontier, mut f: impl FnMut(&Batch) -> Result<()>) -> Result<()> {
         self.pipeline(
             frontier,
             |job| self.read(job),
             |b| {
-                f(&b);
+                let r = f(&b);
                 self.recycle([b.csr]);
-                Ok(())
+                r
             },
         )
     }

@@ -35,11 +35,12 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
     let lists = Lists::both(store, "k-core")?;
     // Degree = distinct neighbors other than the vertex itself.
     let mut core = state::filled(n as usize, 0u32);
-    lists.batches(Frontier::All, |b| {
+    lists.try_batches(Frontier::All, |b| {
         let deg = per_vertex(b, |_, v, list, tmp| (distinct(v, sorted(list, tmp)).count() as u32, 0));
         for (i, (d, _)) in deg.into_iter().enumerate() {
             core[b.get(i).0 as usize] = d;
         }
+        Ok(progress("k-core", 0, n)?)
     })?;
     // Every vertex with neighbors is computed once; vertices without are 0
     // already and never change. Until computed, support is an upper bound
@@ -53,7 +54,7 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
     }
     let mut done = Bitset::new(n);
     let mut next = Bitset::new(n);
-    progress("k-core", n - active.len(), n);
+    progress("k-core", n - active.len(), n)?;
     while !active.is_empty() {
         // A vertex whose support fell below its value is computed again:
         // in this round if it is still due or not yet planned (the round
@@ -68,7 +69,7 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
                 }
             }
         };
-        lists.batches(Frontier::Set(&active), |b| {
+        lists.try_batches(Frontier::Set(&active), |b| {
             let new = per_vertex(b, |cnt, v, list, tmp| {
                 let s = sorted(list, tmp);
                 h_index(
@@ -107,11 +108,12 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
                     }
                 }
             });
+            Ok(progress("k-core", n - active.len(), n)?)
         })?;
         std::mem::swap(&mut active, &mut next);
         next.clear();
         done.clear();
-        progress("k-core", n - active.len(), n);
+        progress("k-core", n - active.len(), n)?;
     }
     // Read buffers too: the reindex below holds two result arrays.
     drop((lists, active, next, done, support));

@@ -61,7 +61,7 @@ pub fn lcc(store: &Store, progress: Progress) -> Result<Vec<f64>> {
             let links: u64 = s.iter().map(|&u| intersect(list(u), s) - list(u).binary_search(&u).is_ok() as u64).sum();
             out[(lo + i as u64) as usize] = links as f64 / (d * (d - 1)) as f64;
         }
-        progress("lcc", hi, n);
+        progress("lcc", hi, n)?;
         lo = hi;
     }
     state::by_external(store, out, |x| x)

@@ -24,7 +24,7 @@ pub mod state;
 pub mod walks;
 pub mod wcc;
 
-pub use error::{EngineError, Progress, Result, silent};
+pub use error::{Cancelled, EngineError, Progress, Result, silent};
 
 /// The most rounds an iterative algorithm (PageRank, CDLP) runs: every pass
 /// reads the whole graph, so a count past this is a mistake, not a request

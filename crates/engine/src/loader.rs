@@ -73,6 +73,175 @@ impl Default for PrefetchOptions {
 /// 1024) stay a small part of memory. Figures: docs/PERFORMANCE.md, Loader.
 pub const DEFAULT_LOOKAHEAD: usize = 32;
 
+/// What one batch of a loader can hold at most, from its options: the
+/// bound its memory is a function of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchShape {
+    pub batch_size: u64,
+    pub fanouts: Vec<i64>,
+    /// Bytes of one node's rows, all gathered tensors together.
+    pub row_bytes: u64,
+    pub num_nodes: u64,
+    pub page_size: u64,
+    /// The store maps user ids to its own (degree order): two maps of a
+    /// u32 per vertex, loaded on first use.
+    pub reordered: bool,
+}
+
+/// Bytes a batch sampled ahead holds per node: its id, the row cache's
+/// copy and count of it (`Expected`, `Upcoming`), the id map while its
+/// group is drawn; and per edge: row, col and edge ids.
+const AHEAD_NODE_BYTES: u64 = 8 + 8 + 24 + 24;
+const EDGE_BYTES: u64 = 24;
+/// A gathered batch as Python gets it: node ids and rows per node; edge
+/// ids and the (2, E) edge index built from row and col per edge.
+const GATHERED_NODE_BYTES: u64 = 8;
+const GATHERED_EDGE_BYTES: u64 = 8 + 16 + 16;
+/// The store's read buffers: 64 registered and up to 64 spare chunks of
+/// 256 KiB (`solidgraph_io::VolumeOptions`).
+const IO_BUFFER_BYTES: u64 = 128 * 256 * 1024;
+/// Batches Python holds: the one it trains on and the next one while it is
+/// handed over (`for batch in loader` drops the old one after).
+const HANDED_BATCHES: u64 = 2;
+/// The smallest page cache a budget leaves: the adjacency of a hop's
+/// frontier goes through it.
+pub const MIN_PAGE_CACHE: u64 = 8 << 20;
+
+impl BatchShape {
+    pub fn of(store: &Store, batch_size: usize, o: &SampleOptions) -> Result<BatchShape> {
+        check_options(store, o)?;
+        let mut row_bytes = 0;
+        for t in &o.tensors {
+            row_bytes += store.tensor_meta(t)?.row_bytes();
+        }
+        Ok(BatchShape {
+            batch_size: batch_size as u64,
+            fanouts: o.fanouts.clone(),
+            row_bytes,
+            num_nodes: store.num_nodes(),
+            page_size: store.page_size() as u64,
+            reordered: store.superblock().order.words > 0,
+        })
+    }
+
+    /// Most nodes and edges one batch samples: every draw a new node.
+    pub fn most(&self) -> Result<(u64, u64)> {
+        if self.batch_size == 0 {
+            return Err(EngineError::Invalid("batch_size must be at least 1".into()));
+        }
+        let (mut frontier, mut nodes, mut edges) = (self.batch_size, self.batch_size, 0u64);
+        for &k in &self.fanouts {
+            if k < 1 {
+                return Err(EngineError::Invalid(format!("a loader's memory has no bound with fanout {k} (every neighbour): give each hop a positive fanout")));
+            }
+            frontier = frontier.saturating_mul(k as u64);
+            edges = edges.saturating_add(frontier);
+            nodes = nodes.saturating_add(frontier);
+        }
+        Ok((nodes.min(self.num_nodes.max(1)), edges))
+    }
+}
+
+/// A bound on the bytes a loader holds outside the store's caches, by
+/// part; each from the most a batch can sample (`BatchShape::most`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LoaderMemory {
+    /// `lookahead` batches sampled ahead: ids only.
+    pub ahead: u64,
+    /// `prefetch` batches being gathered or gathered and waiting.
+    pub gathered: u64,
+    /// Two batches handed to Python.
+    pub handed: u64,
+    /// Pages pinned while a hop part or a gather part is read, per thread.
+    pub working: u64,
+    /// The store's read buffers and id maps.
+    pub store: u64,
+}
+
+impl LoaderMemory {
+    pub fn total(&self) -> u64 {
+        self.ahead + self.gathered + self.handed + self.working + self.store
+    }
+}
+
+/// The bound on a loader's memory outside the caches for batches of
+/// `shape` with `cfg`'s workers, prefetch and lookahead.
+pub fn loader_memory(shape: &BatchShape, cfg: &PrefetchOptions) -> Result<LoaderMemory> {
+    let (n, e) = shape.most()?;
+    let ahead_one = n.saturating_mul(AHEAD_NODE_BYTES).saturating_add(e.saturating_mul(EDGE_BYTES));
+    let gathered_one = n.saturating_mul(GATHERED_NODE_BYTES + shape.row_bytes).saturating_add(e.saturating_mul(GATHERED_EDGE_BYTES));
+    // Without lookahead a worker samples and gathers in one step: ids and
+    // the id map live beside the rows.
+    let in_step = if cfg.lookahead == 0 { ahead_one } else { 0 };
+    // Workers gather; hop parts are drawn on the pool's threads.
+    let threads = (cfg.workers + rayon::current_num_threads()) as u64;
+    // A hop part and the store's gather part both pin up to HOP_PAGES.
+    let part_pages = crate::sampler::HOP_PAGES as u64;
+    Ok(LoaderMemory {
+        ahead: ahead_one.saturating_mul(cfg.lookahead as u64),
+        gathered: (gathered_one + in_step).saturating_mul(cfg.prefetch as u64),
+        handed: gathered_one.saturating_mul(HANDED_BATCHES),
+        working: threads * part_pages * shape.page_size,
+        store: IO_BUFFER_BYTES + if shape.reordered { shape.num_nodes * 8 } else { 0 },
+    })
+}
+
+/// How a loader spends a memory budget: its caches and buffers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BudgetPlan {
+    pub cache_bytes: u64,
+    pub row_cache_bytes: u64,
+    pub prefetch: usize,
+    pub lookahead: usize,
+    pub memory: LoaderMemory,
+    /// The smallest budget these batches run in.
+    pub minimum: u64,
+}
+
+/// Splits `budget` between the loader's buffers and the store's caches.
+/// The buffers take their bound at prefetch 1 and lookahead 2 first (below
+/// that, with the smallest page cache, the budget is refused); of the rest,
+/// up to half goes to prefetch and lookahead, up to `cfg`'s, and the caches
+/// get the remainder: three quarters to the row cache when rows are
+/// gathered (hot rows share pages with cold ones), the rest to pages.
+pub fn plan_budget(budget: u64, shape: &BatchShape, cfg: &PrefetchOptions) -> Result<BudgetPlan> {
+    let (want_prefetch, want_lookahead) = (cfg.prefetch.max(1), cfg.lookahead);
+    let at = |prefetch: usize, lookahead: usize| loader_memory(shape, &PrefetchOptions { prefetch, lookahead, ..cfg.clone() });
+    let (mut prefetch, mut lookahead) = (1, want_lookahead.min(2));
+    let mut memory = at(prefetch, lookahead)?;
+    let minimum = memory.total().saturating_add(MIN_PAGE_CACHE);
+    if budget < minimum {
+        return Err(EngineError::Invalid(format!(
+            "memory_budget {budget} bytes is below this loader's minimum of {minimum} bytes ({} MiB: batches of {} seeds with fanouts {:?} and {} bytes of rows per node, at prefetch 1 and lookahead {lookahead}, with an {} MiB page cache)",
+            minimum.div_ceil(1 << 20),
+            shape.batch_size,
+            shape.fanouts,
+            shape.row_bytes,
+            MIN_PAGE_CACHE >> 20
+        )));
+    }
+    let for_buffers = memory.total() + (budget - minimum) / 2;
+    // Prefetch first (it hides the gather), then lookahead (it feeds the
+    // row cache), one step at a time while the bound fits.
+    loop {
+        let next = if prefetch < want_prefetch.min(2) || (lookahead >= want_lookahead && prefetch < want_prefetch) {
+            (prefetch + 1, lookahead)
+        } else if lookahead < want_lookahead {
+            (prefetch, (lookahead * 2).min(want_lookahead))
+        } else {
+            break;
+        };
+        let m = at(next.0, next.1)?;
+        if m.total() > for_buffers {
+            break;
+        }
+        (prefetch, lookahead, memory) = (next.0, next.1, m);
+    }
+    let caches = budget - memory.total();
+    let row_cache_bytes = if shape.row_bytes > 0 { (caches * 3 / 4).min(caches - MIN_PAGE_CACHE) } else { 0 };
+    Ok(BudgetPlan { cache_bytes: caches - row_cache_bytes, row_cache_bytes, prefetch, lookahead, memory, minimum })
+}
+
 /// The seed of batch `i` of an epoch sampled with `seed`.
 pub fn batch_seed(seed: u64, i: u64) -> u64 {
     let mut z = seed.wrapping_add((i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));

@@ -30,12 +30,17 @@ pub fn mis(store: &Store, seed: u64, progress: Progress) -> Result<Vec<bool>> {
     let mut round = 0;
     while !undecided.is_empty() {
         let mut joined = Vec::new();
-        lists.visit(&undecided, |v, nbrs, _| {
-            let pv = priority(seed, v);
-            if nbrs.iter().all(|&u| u == v || state[u as usize] == OUT || priority(seed, u) > pv) {
-                joined.push(v);
-            }
-        })?;
+        let decided = n - undecided.len() as u64;
+        lists.visit_checked(
+            &undecided,
+            |v, nbrs, _| {
+                let pv = priority(seed, v);
+                if nbrs.iter().all(|&u| u == v || state[u as usize] == OUT || priority(seed, u) > pv) {
+                    joined.push(v);
+                }
+            },
+            |_| Ok(progress("mis", decided, n)?),
+        )?;
         // Decide after the pass so the round sees one consistent state.
         joined.sort_unstable();
         joined.iter().for_each(|&v| state[v as usize] = IN);
@@ -48,7 +53,7 @@ pub fn mis(store: &Store, seed: u64, progress: Progress) -> Result<Vec<bool>> {
         })?;
         undecided.retain(|&v| state[v as usize] == UNDECIDED);
         round += 1;
-        progress("mis", n - undecided.len() as u64, n);
+        progress("mis", n - undecided.len() as u64, n)?;
         debug_assert!(round <= 64 * 64, "Luby did not converge");
     }
     state::by_external(store, state, |s| s == IN)

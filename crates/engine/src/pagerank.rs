@@ -39,6 +39,9 @@ pub struct PageRank {
 /// Vertices per part of a whole-graph sum.
 const PART: usize = 1 << 16;
 
+/// Asks the progress hook whether to go on, between a pass's batches.
+type Check<'a> = &'a (dyn Fn() -> Result<()> + Sync);
+
 /// Runs `iterations` iterations, or stops earlier once the L1 change of an
 /// iteration falls below `tol`.
 pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, progress: Progress) -> Result<PageRank> {
@@ -74,17 +77,19 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
     let mut done = 0;
     while done < iterations {
         let last = done + 1 == iterations;
+        let at = done as u64;
+        let check = move || Ok(progress("pagerank", at, iterations as u64)?);
         let delta = match &pull {
             Some(lists) if done > 0 => {
-                let (delta, d) = pull_iteration(lists, damping, &pr, &deg, dangling, last, &mut next)?;
+                let (delta, d) = pull_iteration(lists, damping, &pr, &deg, dangling, last, &mut next, &check)?;
                 dangling = d;
                 delta
             }
-            _ => push_iteration(&out, &cuts, damping, &pr, &mut deg, &mut next)?,
+            _ => push_iteration(&out, &cuts, damping, &pr, &mut deg, &mut next, &check)?,
         };
         std::mem::swap(&mut pr, &mut next);
         done += 1;
-        progress("pagerank", done as u64, iterations as u64);
+        progress("pagerank", done as u64, iterations as u64)?;
         let stop = last || tol.is_some_and(|t| delta < t);
         if pull.is_some() {
             if done == 1 && !stop {
@@ -108,7 +113,7 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
 /// of the ids, whose first few hold most edges) and applies the batch's
 /// edges into it: every rank receives its shares in the same order for any
 /// thread count.
-fn push_iteration(out: &Lists, cuts: &[u64], damping: f64, pr: &[f64], deg: &mut [u32], next: &mut [f64]) -> Result<f64> {
+fn push_iteration(out: &Lists, cuts: &[u64], damping: f64, pr: &[f64], deg: &mut [u32], next: &mut [f64], check: Check) -> Result<f64> {
     let nf = pr.len() as f64;
     next.iter_mut().for_each(|x| *x = 0.0);
     let mut dangling = 0.0f64;
@@ -120,7 +125,7 @@ fn push_iteration(out: &Lists, cuts: &[u64], damping: f64, pr: &[f64], deg: &mut
         parts.push((w[0], mine));
         rest = tail;
     }
-    out.batches(Frontier::All, |b| {
+    out.try_batches(Frontier::All, |b| {
         parts.par_iter_mut().for_each(|(lo, mine)| {
             let lo = *lo;
             for i in 0..b.len() {
@@ -145,6 +150,7 @@ fn push_iteration(out: &Lists, cuts: &[u64], damping: f64, pr: &[f64], deg: &mut
                 dangling += pr[v as usize];
             }
         }
+        check()
     })?;
     let base = (1.0 - damping) / nf + damping * dangling / nf;
     next.iter_mut().for_each(|x| *x = base + damping * *x);
@@ -158,11 +164,14 @@ fn push_iteration(out: &Lists, cuts: &[u64], damping: f64, pr: &[f64], deg: &mut
 /// is added up, and unless this is the `last` iteration they become shares
 /// for the next one. Returns the L1 change and the new dangling rank, added
 /// up in chunk order.
-fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], dangling: f64, last: bool, next: &mut [f64]) -> Result<(f64, f64)> {
+// One iteration's inputs, each a different array or scalar of the loop.
+#[allow(clippy::too_many_arguments)]
+fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], dangling: f64, last: bool, next: &mut [f64], check: Check) -> Result<(f64, f64)> {
     let nf = share.len() as f64;
     let base = (1.0 - damping) / nf + damping * dangling / nf;
     let next = Ranges::new(next);
     let parts = lists.chunks(|c| {
+        check()?;
         let (lo, hi) = c.range();
         let (lo, hi) = (lo as usize, hi as usize);
         // SAFETY: `Lists::chunks` hands out disjoint ranges.
@@ -317,13 +326,14 @@ impl Sums {
     /// One pass over the lower lists: adds u's share (rank / degree) to
     /// every neighbor below u and the neighbors' shares to u, in fixed
     /// point.
-    fn pass(&mut self, lists: &Lists, share: &[f64]) -> Result<()> {
+    fn pass(&mut self, lists: &Lists, share: &[f64], check: Check) -> Result<()> {
         for h in &mut self.hubs {
             let h = h.get_mut_locked();
             h.par_iter_mut().zip(share.par_iter()).for_each(|(h, &s)| h.0 = s);
         }
         let this = &*self;
         lists.chunks(|c| {
+            check()?;
             let t = rayon::current_thread_index().unwrap_or(0) % this.hubs.len();
             let mut hubs = this.hubs[t].locked();
             let hubs = &mut hubs[..];
@@ -425,7 +435,8 @@ fn lower_pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>
     let mut done = 0;
     while done < iterations {
         let last = done + 1 == iterations;
-        sums.pass(&lists, &share)?;
+        let at = done as u64;
+        sums.pass(&lists, &share, &move || Ok(progress("pagerank", at, iterations as u64)?))?;
         let base = (1.0 - damping) / nf + damping * dangling / nf;
         let out = Ranges::new(&mut share);
         let deg = &deg;
@@ -450,7 +461,7 @@ fn lower_pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>
         let (delta, d) = parts.iter().fold((0.0, 0.0), |(a, b), &(x, y)| (a + x, b + y));
         dangling = d;
         done += 1;
-        progress("pagerank", done as u64, iterations as u64);
+        progress("pagerank", done as u64, iterations as u64)?;
         if last || tol.is_some_and(|t| delta < t) {
             if !last {
                 to_ranks(&mut share, deg);

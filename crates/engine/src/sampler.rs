@@ -22,7 +22,7 @@ use crate::walks::WalkOptions;
 /// A hop reads its frontier in parts of at most this many vertices and
 /// (but for a single huge list) pages: deep enough queues, bounded memory.
 const HOP_PART: usize = 4096;
-const HOP_PAGES: usize = 4096;
+pub(crate) const HOP_PAGES: usize = 4096;
 
 /// Fanout meaning "every neighbor" (PyG's convention).
 pub const ALL: i64 = -1;
@@ -300,7 +300,17 @@ pub fn sample_subgraphs(store: &Store, batches: &[&[u64]], seeds: &[u64], o: &Sa
             (g.start, g.end) = (g.end, g.out.node.len());
         }
     }
-    Ok(group.into_iter().map(|g| Subgraph { sample: g.out }).collect())
+    Ok(group
+        .into_iter()
+        .map(|g| {
+            // Held ahead for many batches: no growth slack (up to half).
+            let mut sample = g.out;
+            for v in [&mut sample.node, &mut sample.row, &mut sample.col, &mut sample.edge] {
+                v.shrink_to_fit();
+            }
+            Subgraph { sample }
+        })
+        .collect())
 }
 
 /// A part's draws: pair j's neighbours and their edge ids are

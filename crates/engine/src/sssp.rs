@@ -27,30 +27,34 @@ pub fn sssp(store: &Store, source: u64, progress: Progress) -> Result<Vec<f64>> 
     while !frontier.is_empty() {
         let mut next = Vec::new();
         let mut negative = None;
-        lists.visit(&frontier, |v, nbrs, ws| {
-            let dv = dist[v as usize];
-            for (&u, &w) in nbrs.iter().zip(ws) {
-                if w < 0.0 {
-                    negative.get_or_insert((v, u, w));
-                    continue;
-                }
-                let cand = dv + w as f64;
-                if cand < dist[u as usize] {
-                    dist[u as usize] = cand;
-                    if !in_next[u as usize] {
-                        in_next[u as usize] = true;
-                        next.push(u);
+        lists.visit_checked(
+            &frontier,
+            |v, nbrs, ws| {
+                let dv = dist[v as usize];
+                for (&u, &w) in nbrs.iter().zip(ws) {
+                    if w < 0.0 {
+                        negative.get_or_insert((v, u, w));
+                        continue;
+                    }
+                    let cand = dv + w as f64;
+                    if cand < dist[u as usize] {
+                        dist[u as usize] = cand;
+                        if !in_next[u as usize] {
+                            in_next[u as usize] = true;
+                            next.push(u);
+                        }
                     }
                 }
-            }
-        })?;
+            },
+            |_| Ok(progress("sssp", round, round + 1)?),
+        )?;
         if let Some((v, u, w)) = negative {
             return Err(EngineError::Invalid(format!("SSSP needs non-negative weights; edge {v} -> {u} has weight {w}")));
         }
         next.sort_unstable();
         next.iter().for_each(|&u| in_next[u as usize] = false);
         round += 1;
-        progress("sssp", round, round + 1);
+        progress("sssp", round, round + 1)?;
         frontier = next;
     }
     state::by_external(store, dist, |x| x)

@@ -55,7 +55,7 @@ pub fn wcc(store: &Store, progress: Progress) -> Result<Vec<u64>> {
     let lists = Lists::new(store, if store.has_lower_lists() { Direction::Lower } else { Direction::Out }, false)?;
     let both_ways = !store.directed();
     let mut seen = 0u64;
-    lists.batches(Frontier::All, |b| {
+    lists.try_batches(Frontier::All, |b| {
         (0..b.len()).into_par_iter().with_min_len(1024).for_each(|i| {
             let (v, nbrs, _) = b.get(i);
             for (j, &u) in nbrs.iter().enumerate() {
@@ -66,7 +66,7 @@ pub fn wcc(store: &Store, progress: Progress) -> Result<Vec<u64>> {
             }
         });
         seen += b.len() as u64;
-        progress("wcc", seen, n);
+        Ok(progress("wcc", seen, n)?)
     })?;
     // Parents point to smaller ids, so in id order every parent already
     // holds its root.

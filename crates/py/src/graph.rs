@@ -462,7 +462,7 @@ impl Graph {
         let (source, target) = (vertex_id(source, "source")?, target.map(|t| vertex_id(t, "target")).transpose()?);
         let rep = Reporter::new(py, "bfs", progress)?;
         let store = self.store()?;
-        let r = py.allow_threads(|| bfs::bfs(&store, source, target, parents, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        let r = py.allow_threads(|| bfs::bfs(&store, source, target, parents, &|a, b, c| rep.hook(a, b, c))).map_err(err)?;
         let levels = PyArray1::from_vec(py, r.levels).into_any();
         match r.parents {
             Some(p) => Ok(PyTuple::new(py, [levels, PyArray1::from_vec(py, p).into_any()])?.into_any()),
@@ -477,7 +477,7 @@ impl Graph {
     fn wcc<'py>(&self, py: Python<'py>, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyAny>> {
         let rep = Reporter::new(py, "wcc", progress)?;
         let store = self.store()?;
-        let r = py.allow_threads(|| wcc::wcc(&store, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        let r = py.allow_threads(|| wcc::wcc(&store, &|a, b, c| rep.hook(a, b, c))).map_err(err)?;
         int64_array(py, r)
     }
 
@@ -498,7 +498,7 @@ impl Graph {
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let rep = Reporter::new(py, "pagerank", progress)?;
         let store = self.store()?;
-        let r = py.allow_threads(|| pagerank::pagerank(&store, damping, iterations, tol, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        let r = py.allow_threads(|| pagerank::pagerank(&store, damping, iterations, tol, &|a, b, c| rep.hook(a, b, c))).map_err(err)?;
         Ok(PyArray1::from_vec(py, r.ranks))
     }
 
@@ -509,7 +509,7 @@ impl Graph {
     fn mis<'py>(&self, py: Python<'py>, seed: u64, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyArray1<bool>>> {
         let rep = Reporter::new(py, "mis", progress)?;
         let store = self.store()?;
-        let r = py.allow_threads(|| mis::mis(&store, seed, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        let r = py.allow_threads(|| mis::mis(&store, seed, &|a, b, c| rep.hook(a, b, c))).map_err(err)?;
         Ok(PyArray1::from_vec(py, r))
     }
 
@@ -520,7 +520,7 @@ impl Graph {
     fn kcore<'py>(&self, py: Python<'py>, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let rep = Reporter::new(py, "kcore", progress)?;
         let store = self.store()?;
-        let r = py.allow_threads(|| kcore::kcore(&store, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        let r = py.allow_threads(|| kcore::kcore(&store, &|a, b, c| rep.hook(a, b, c))).map_err(err)?;
         Ok(PyArray1::from_vec(py, r))
     }
 
@@ -532,7 +532,7 @@ impl Graph {
         let source = vertex_id(source, "source")?;
         let rep = Reporter::new(py, "sssp", progress)?;
         let store = self.store()?;
-        let r = py.allow_threads(|| sssp::sssp(&store, source, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        let r = py.allow_threads(|| sssp::sssp(&store, source, &|a, b, c| rep.hook(a, b, c))).map_err(err)?;
         Ok(PyArray1::from_vec(py, r))
     }
 
@@ -543,7 +543,7 @@ impl Graph {
     fn cdlp<'py>(&self, py: Python<'py>, iterations: u32, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyAny>> {
         let rep = Reporter::new(py, "cdlp", progress)?;
         let store = self.store()?;
-        let r = py.allow_threads(|| cdlp::cdlp(&store, iterations, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        let r = py.allow_threads(|| cdlp::cdlp(&store, iterations, &|a, b, c| rep.hook(a, b, c))).map_err(err)?;
         int64_array(py, r)
     }
 
@@ -553,7 +553,7 @@ impl Graph {
     fn lcc<'py>(&self, py: Python<'py>, progress: ProgressArg<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let rep = Reporter::new(py, "lcc", progress)?;
         let store = self.store()?;
-        let r = py.allow_threads(|| lcc::lcc(&store, &|a, b, c| rep.report(a, b, c))).map_err(err)?;
+        let r = py.allow_threads(|| lcc::lcc(&store, &|a, b, c| rep.hook(a, b, c))).map_err(err)?;
         Ok(PyArray1::from_vec(py, r))
     }
 

@@ -53,6 +53,13 @@ impl Reporter {
         Ok(Reporter { sink, what, last: Mutex::new(None) })
     }
 
+    /// `report` as an engine progress hook: the local engine runs to the
+    /// end (Python has no cancel for it), so it never stops the work.
+    pub fn hook(&self, phase: &str, done: u64, total: u64) -> Result<(), solidgraph_engine::Cancelled> {
+        self.report(phase, done, total);
+        Ok(())
+    }
+
     pub fn report(&self, phase: &str, done: u64, total: u64) {
         let Some(sink) = &self.sink else { return };
         {
