@@ -14,7 +14,9 @@ only results cross into Python, as numpy arrays.
 Submodules, imported on first use: `solidgraph.torch` (NeighborLoader; needs
 torch), `solidgraph.pyg` (PyG FeatureStore/GraphStore/NeighborSampler; needs
 torch_geometric), `solidgraph.datasets` (Planetoid reader, R-MAT generator),
-`solidgraph.infer` (export PyG models for `Graph.infer`; needs torch to export).
+`solidgraph.infer` (export PyG models for `Graph.infer`; needs torch to export),
+`solidgraph.distributed` (a graph over the shard servers of `solidgraph
+partition`; needs grpcio).
 
 Errors derive from `SolidGraphError`: `CorruptionError`, `StaleError`,
 `FormatError`, `NotFoundError` (a LookupError), `LockedError`,
@@ -62,7 +64,7 @@ __all__ = [
     "open",
 ]
 
-_SUBMODULES = ("client", "datasets", "infer", "pyg", "torch")
+_SUBMODULES = ("client", "datasets", "distributed", "infer", "pyg", "torch")
 
 
 def connect(addr, token=None, tls=None, store="", timeout=None, max_message=64 << 20):

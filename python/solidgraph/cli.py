@@ -8,8 +8,57 @@ wheel. maturin cannot put a Rust binary in a wheel beside a pyo3 module
 carry a second copy of the engine.
 """
 
+import os
 import signal
 import sys
+import tempfile
+from typing import List, Optional
+
+
+def _metis_args(argv: List[str], tmp: str) -> Optional[List[str]]:
+    """`partition IN OUT --parts K --method metis ...`: the assignment from
+    METIS (pymetis) over the store's symmetrised lists, handed to the Rust
+    partitioner as `--assignment FILE.npy`; None for any other command."""
+    if not argv or argv[0] != "partition" or "metis" not in argv:
+        return None
+    at = argv.index("metis")
+    if at == 0 or argv[at - 1] != "--method":
+        return None
+    rest = argv[:at - 1] + argv[at + 1 :]
+    valued = {"--parts", "--memory", "--backend", "--assignment"}
+    pos = [a for i, a in enumerate(rest[1:], 1) if not a.startswith("-") and rest[i - 1] not in valued]
+    if "--parts" not in rest or len(pos) < 1:
+        return None  # let the Rust command print its usage error
+    parts = int(rest[rest.index("--parts") + 1])
+    import numpy as np
+
+    try:
+        import pymetis
+    except ImportError:
+        raise SystemExit("error: --method metis needs pymetis (pip install pymetis)") from None
+    import solidgraph
+
+    g = solidgraph.open(pos[0])
+    ids = np.arange(g.num_nodes, dtype=np.int64)
+    src, dst = [], []
+    dirs = ["out", "in"] if g.directed and g.has_in_edges else ["out"]
+    for d in dirs:
+        indptr, indices = g.neighbors(ids, d)
+        src.append(np.repeat(ids, np.diff(indptr)))
+        dst.append(indices)
+    s, t = np.concatenate(src), np.concatenate(dst)
+    # METIS takes a simple undirected graph: both directions, no loops, no repeats.
+    keep = s != t
+    pairs = np.unique(np.stack([np.r_[s[keep], t[keep]], np.r_[t[keep], s[keep]]]), axis=1)
+    xadj = np.zeros(g.num_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(pairs[0], minlength=g.num_nodes), out=xadj[1:])
+    if parts == 1:
+        member = np.zeros(g.num_nodes, dtype=np.int64)
+    else:
+        _, member = pymetis.part_graph(parts, adjacency=pymetis.CSRAdjacency(xadj, pairs[1]))
+    path = os.path.join(tmp, "metis.npy")
+    np.save(path, np.asarray(member, dtype=np.int64))
+    return rest + ["--assignment", path]
 
 
 def main() -> int:
@@ -22,7 +71,9 @@ def main() -> int:
     # do a native command.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    return cli_main(["solidgraph", *sys.argv[1:]])
+    with tempfile.TemporaryDirectory(prefix="solidgraph-metis-") as tmp:
+        args = _metis_args(sys.argv[1:], tmp) or sys.argv[1:]
+        return cli_main(["solidgraph", *args])
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 mod apply;
 mod graph;
 mod infer;
+mod partition;
 mod rdf;
 mod run;
 mod serve;
@@ -47,6 +48,8 @@ enum Cmd {
     Rdf(rdf::RdfArgs),
     /// Serves stores over gRPC (Graph and Updates services, health, reflection) until SIGTERM.
     Serve(serve::ServeArgs),
+    /// Splits a store into K shard stores and a partition book, for one server per shard.
+    Partition(partition::PartitionArgs),
 }
 
 /// Runs the `solidgraph` command on `args` (the program name first, as
@@ -79,6 +82,7 @@ where
                 Cmd::Infer(a) => infer::infer_cmd(a),
                 Cmd::Rdf(a) => rdf::rdf_cmd(a),
                 Cmd::Serve(a) => serve::serve_cmd(a),
+                Cmd::Partition(a) => partition::partition_cmd(a),
             };
             match res {
                 Ok(()) => 0,

@@ -218,4 +218,13 @@ impl Graph for GraphService {
         })
         .await
     }
+
+    async fn shard_info(&self, _req: Request<ShardInfoRequest>) -> Result<Response<ShardInfoReply>, Status> {
+        self.shard_info_impl().await
+    }
+
+    type ShardSampleStream = ArraysStream;
+    async fn shard_sample(&self, req: Request<ShardSampleRequest>) -> Result<Response<ArraysStream>, Status> {
+        self.shard_sample_impl(req.into_inner()).await
+    }
 }

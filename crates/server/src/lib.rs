@@ -14,6 +14,7 @@ mod gate;
 mod graph;
 pub mod limits;
 mod serve;
+mod shard;
 mod stores;
 mod telemetry;
 mod updates;

@@ -20,6 +20,7 @@ mod merge;
 mod open;
 pub mod order;
 pub mod page;
+pub mod partition;
 mod planner;
 mod read;
 pub mod rowcache;

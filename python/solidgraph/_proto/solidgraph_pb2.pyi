@@ -294,3 +294,43 @@ class MergeReply(_message.Message):
     pages_written: int
     updates_merged: int
     def __init__(self, pages_written: _Optional[int] = ..., updates_merged: _Optional[int] = ...) -> None: ...
+
+class ShardInfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ShardInfoReply(_message.Message):
+    __slots__ = ("book_id", "shard", "parts", "directions", "undirected")
+    BOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    SHARD_FIELD_NUMBER: _ClassVar[int]
+    PARTS_FIELD_NUMBER: _ClassVar[int]
+    DIRECTIONS_FIELD_NUMBER: _ClassVar[int]
+    UNDIRECTED_FIELD_NUMBER: _ClassVar[int]
+    book_id: str
+    shard: int
+    parts: int
+    directions: _containers.RepeatedScalarFieldContainer[str]
+    undirected: bool
+    def __init__(self, book_id: _Optional[str] = ..., shard: _Optional[int] = ..., parts: _Optional[int] = ..., directions: _Optional[_Iterable[str]] = ..., undirected: _Optional[bool] = ...) -> None: ...
+
+class ShardSampleRequest(_message.Message):
+    __slots__ = ("book_id", "ids", "local", "seed", "hop", "fanout", "replace", "weighted", "direction")
+    BOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    HOP_FIELD_NUMBER: _ClassVar[int]
+    FANOUT_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_FIELD_NUMBER: _ClassVar[int]
+    WEIGHTED_FIELD_NUMBER: _ClassVar[int]
+    DIRECTION_FIELD_NUMBER: _ClassVar[int]
+    book_id: str
+    ids: Array
+    local: Array
+    seed: int
+    hop: int
+    fanout: int
+    replace: bool
+    weighted: bool
+    direction: str
+    def __init__(self, book_id: _Optional[str] = ..., ids: _Optional[_Union[Array, _Mapping]] = ..., local: _Optional[_Union[Array, _Mapping]] = ..., seed: _Optional[int] = ..., hop: _Optional[int] = ..., fanout: _Optional[int] = ..., replace: _Optional[bool] = ..., weighted: _Optional[bool] = ..., direction: _Optional[str] = ...) -> None: ...

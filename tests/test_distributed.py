@@ -1,0 +1,229 @@
+"""Scale-out: `solidgraph partition` and `solidgraph.distributed` over 4
+shard servers on loopback, each started and stopped here. Samples, features
+and NeighborLoader batches equal the single store's; the partition book
+round-trips; a shard that is down, killed, or of another book is an error
+naming it, within the deadline."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+grpc = pytest.importorskip("grpc")
+
+import solidgraph  # noqa: E402
+from solidgraph import distributed  # noqa: E402
+from solidgraph.distributed import ShardError  # noqa: E402
+
+BIN = os.environ.get("SOLIDGRAPH_BIN", "target/release/solidgraph")
+N = 600
+K = 4
+
+
+class Server:
+    """`solidgraph serve ARGS --read-only` on 127.0.0.1, port chosen by the kernel."""
+
+    def __init__(self, *args):
+        cmd = [BIN, "serve", *[str(a) for a in args], "--read-only", "--listen", "127.0.0.1:0"]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("listening on "):
+            self.proc.kill()
+            raise RuntimeError(f"server did not start: {line!r} {self.proc.stderr.read()}")
+        self.addr = line.split()[-1]
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        self.proc.wait(30)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+def shard_stores(out, k):
+    d = out / f"shard-{k}"
+    return sorted(d.glob("adj-*")) + [d / "rows"]
+
+
+def partition(store, out, *args):
+    r = subprocess.run([BIN, "partition", str(store), str(out), *[str(a) for a in args], "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def make_store(path, undirected=False):
+    """Four communities of 150 vertices with a few edges between them, and hubs."""
+    rng = np.random.default_rng(1)
+    e = 6000
+    src = rng.integers(0, N, e)
+    dst = np.where(rng.random(e) < 0.9, src // 150 * 150 + rng.integers(0, 150, e), rng.integers(0, N, e))
+    dst = np.where(rng.random(e) < 0.1, rng.integers(0, 4, e), dst)
+    w = rng.random(e).astype(np.float32)
+    x = (np.arange(N)[:, None] * 10 + np.arange(3)).astype(np.float32)
+    y = rng.integers(0, 7, N)
+    kw = dict(undirected=True) if undirected else dict(in_edges=True)
+    solidgraph.import_graph(path, (src, dst), {"x": x, "y": y}, dedup=True, num_nodes=N, edge_weights=w, **kw)
+    return path
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A directed store with in-edges, its 4 stream shards, one server each."""
+    tmp = tmp_path_factory.mktemp("dist")
+    store = make_store(tmp / "g")
+    report = partition(store, tmp / "shards", "--parts", K, "--method", "stream")
+    servers = [Server(*shard_stores(tmp / "shards", k)) for k in range(K)]
+    yield store, tmp / "shards", servers, report
+    for s in servers:
+        s.stop(signal.SIGKILL)
+
+
+def same_sample(s, t):
+    for k in ("node", "row", "col", "edge", "num_sampled_nodes", "num_sampled_edges"):
+        a, b = getattr(s, k), getattr(t, k)
+        assert a.shape == b.shape, (k, a.shape, b.shape)
+        np.testing.assert_array_equal(a, b, err_msg=k)
+    assert s.tensors.keys() == t.tensors.keys()
+    for k in t.tensors:
+        assert s.tensors[k].dtype == t.tensors[k].dtype
+        np.testing.assert_array_equal(s.tensors[k], t.tensors[k])
+
+
+def test_report_counts_every_vertex_and_edge(cluster):
+    store, out, _, r = cluster
+    g = solidgraph.open(store)
+    assert r["parts"] == K and r["num_nodes"] == N and r["num_edges"] == g.num_edges
+    assert sum(r["shard_nodes"]) == N and sum(r["shard_edges"]) == g.num_edges
+    assert 0 < r["cut_edges"] < g.num_edges and r["balance"] <= 1.05 + K / N
+    book = distributed.read_book(out / "book.sgb")
+    assert book.id == r["book_id"] and list(book.sizes()) == r["shard_nodes"]
+
+
+def test_samples_and_features_equal_the_single_store(cluster):
+    store, out, servers, _ = cluster
+    g = solidgraph.open(store)
+    d = distributed.connect([s.addr for s in reversed(servers)], book=out / "book.sgb", timeout=10)
+    assert (d.num_nodes, d.num_edges, d.directed) == (g.num_nodes, g.num_edges, g.directed)
+    assert d.tensors == dict(g.tensors)
+    ids = np.r_[np.arange(0, N, 7), [0, 0, 3]]
+    for t in ("x", "y"):
+        np.testing.assert_array_equal(d.tensor(t, ids), g.tensor(t, ids))
+    cases = [("in", False, False), ("out", False, False), ("in", True, False), ("out", False, True), ("in", True, True)]
+    for seed, (direction, replace, weighted) in enumerate(cases):
+        kw = dict(fanouts=[5, 3], direction=direction, replace=replace, weighted=weighted, seed=seed, tensors=["x", "y"])
+        same_sample(d.sample_neighbors(ids, **kw), g.sample_neighbors(ids, **kw))
+    same_sample(d.sample_neighbors([3, 9], [-1, 2, -1], seed=2), g.sample_neighbors([3, 9], [-1, 2, -1], seed=2))
+    batches = [np.arange(i, i + 64) for i in range(0, 384, 64)]
+    remote = list(d.sample_loader(batches, [4, 2], seed=9, tensors="x", prefetch=3))
+    local = list(g.sample_loader(batches, [4, 2], seed=9, tensors="x"))
+    assert len(remote) == len(local) == len(batches)
+    for s, t in zip(remote, local):
+        same_sample(s, t)
+    with pytest.raises(solidgraph.InvalidArgumentError):
+        d.sample_neighbors([N], [2])
+    with pytest.raises(solidgraph.NotFoundError):
+        d.tensor("nope", [1])
+    d.close()
+
+
+def test_neighbor_loader_runs_over_the_shards(cluster):
+    torch_mod = pytest.importorskip("solidgraph.torch")
+    pytest.importorskip("torch")
+    store, out, servers, _ = cluster
+    d = distributed.connect([s.addr for s in servers], book=out / "book.sgb", timeout=10)
+    g = solidgraph.open(store)
+    kw = dict(input_nodes=np.arange(300), num_neighbors=[5, 3], batch_size=64, shuffle=True, seed=5, features="x", labels="y")
+    remote = list(torch_mod.NeighborLoader(d, **kw))
+    local = list(torch_mod.NeighborLoader(g, **kw))
+    assert len(remote) == len(local) == 5
+    for a, b in zip(remote, local):
+        for k in ("x", "y", "edge_index", "n_id", "e_id", "input_id"):
+            assert (getattr(a, k) == getattr(b, k)).all(), k
+    d.close()
+
+
+def test_undirected_hash_shards_and_a_given_assignment(tmp_path):
+    store = make_store(tmp_path / "u", undirected=True)
+    g = solidgraph.open(store)
+    want = (np.arange(N) // 150).astype(np.int64)  # the communities themselves
+    np.save(tmp_path / "a.npy", want)
+    given = partition(store, tmp_path / "given", "--parts", K, "--assignment", tmp_path / "a.npy")
+    hashed = partition(store, tmp_path / "hash", "--parts", 2, "--method", "hash")
+    assert given["cut_edges"] < hashed["cut_edges"]
+    book = distributed.read_book(tmp_path / "given" / "book.sgb")
+    np.testing.assert_array_equal(book.shard, want)
+    np.testing.assert_array_equal(book.local, np.arange(N) % 150)
+    servers = [Server(*shard_stores(tmp_path / "hash", k)) for k in range(2)]
+    try:
+        d = distributed.connect([s.addr for s in servers], book=tmp_path / "hash" / "book.sgb", timeout=10)
+        ids = np.arange(0, N, 5)
+        for direction in ("in", "out"):
+            kw = dict(fanouts=[4, 4], direction=direction, seed=3, tensors="x")
+            same_sample(d.sample_neighbors(ids, **kw), g.sample_neighbors(ids, **kw))
+        d.close()
+    finally:
+        for s in servers:
+            s.stop(signal.SIGKILL)
+
+
+def test_bad_partition_input_changes_nothing(tmp_path, cluster):
+    store = cluster[0]
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep").write_text("x")
+    for args, msg in (
+        (["--parts", "0"], "--parts 0"),
+        (["--parts", str(N + 1)], "at most"),
+    ):
+        r = subprocess.run([BIN, "partition", str(store), str(tmp_path / "o"), *args], capture_output=True, text=True)
+        assert r.returncode == 1 and msg in r.stderr, r.stderr
+        assert not (tmp_path / "o").exists()
+    r = subprocess.run([BIN, "partition", str(store), str(tmp_path / "full"), "--parts", "2"], capture_output=True, text=True)
+    assert r.returncode == 1 and "not empty" in r.stderr
+    assert [p.name for p in (tmp_path / "full").iterdir()] == ["keep"]
+    np.save(tmp_path / "bad.npy", np.full(N, 5))
+    r = subprocess.run([BIN, "partition", str(store), str(tmp_path / "o"), "--parts", "2", "--assignment", str(tmp_path / "bad.npy")], capture_output=True, text=True)
+    assert r.returncode == 1 and "shard 5" in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists() and not list(tmp_path.glob("o.partial-*"))
+
+
+def test_book_damage_is_detected(tmp_path, cluster):
+    raw = bytearray((cluster[1] / "book.sgb").read_bytes())
+    raw[100] ^= 1
+    (tmp_path / "bad.sgb").write_bytes(bytes(raw))
+    with pytest.raises(solidgraph.CorruptionError, match="checksum"):
+        distributed.read_book(tmp_path / "bad.sgb")
+
+
+def test_shard_faults_name_the_shard(tmp_path, cluster):
+    store, out, servers, _ = cluster
+    book = out / "book.sgb"
+    # A shard missing from the list, and a server that is not there.
+    with pytest.raises(ShardError, match="no server given for shard"):
+        distributed.connect([s.addr for s in servers[:3]], book=book, timeout=5)
+    t0 = time.monotonic()
+    with pytest.raises(ShardError, match="127.0.0.1:1"):
+        distributed.connect([s.addr for s in servers[:3]] + ["127.0.0.1:1"], book=book, timeout=5)
+    assert time.monotonic() - t0 < 10
+    # A shard of another book (same store, hash partition).
+    partition(store, tmp_path / "other", "--parts", K, "--method", "hash")
+    other = Server(*shard_stores(tmp_path / "other", 2))
+    try:
+        with pytest.raises(ShardError, match="serves shard 2 of book") as e:
+            distributed.connect([s.addr for s in servers[:2]] + [other.addr, servers[3].addr], book=book, timeout=5)
+        assert e.value.addr == other.addr
+    finally:
+        other.stop(signal.SIGKILL)
+    # A shard killed after connecting: the next sample names it, no hang.
+    extra = Server(*shard_stores(out, 1))
+    d = distributed.connect([servers[0].addr, extra.addr, servers[2].addr, servers[3].addr], book=book, timeout=5)
+    d.sample_neighbors(np.arange(50), [3, 3], seed=1)
+    extra.stop(signal.SIGKILL)
+    t0 = time.monotonic()
+    with pytest.raises(ShardError, match=f"shard 1 at {extra.addr}") as e:
+        d.sample_neighbors(np.arange(50), [3, 3], seed=1, tensors="x")
+    assert e.value.shard == 1 and time.monotonic() - t0 < 10
+    d.close()
