@@ -7,7 +7,8 @@ PIP       := $(VENV)/bin/pip
 CARGO     ?= cargo
 BIN       := target/release/solidgraph
 DEMO_DIR  ?= demo-data
-PIP_DEPS  := maturin pytest numpy networkx mypy pyoxigraph hypothesis
+# pymetis: `solidgraph partition --method metis` (a manylinux wheel per CPython).
+PIP_DEPS  := maturin pytest numpy networkx mypy pyoxigraph hypothesis pymetis
 # The GNN extras (solidgraph[torch]) and scipy for the tests' statistics;
 # `make test` tests the PyTorch/PyG integration for real. PyPI's torch wheels
 # pull CUDA libraries: ~100 s and ~5 GB, once (stamp file).

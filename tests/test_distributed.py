@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -227,3 +228,50 @@ def test_shard_faults_name_the_shard(tmp_path, cluster):
         d.sample_neighbors(np.arange(50), [3, 3], seed=1, tensors="x")
     assert e.value.shard == 1 and time.monotonic() - t0 < 10
     d.close()
+
+
+def test_metis_assignment_through_the_console_script(tmp_path, cluster):
+    """`solidgraph partition --method metis` as the console script runs it:
+    pymetis's assignment handed to the Rust partitioner."""
+    pytest.importorskip("pymetis")
+    from solidgraph.cli import _metis_args
+
+    store = cluster[0]
+    args = _metis_args(["partition", str(store), str(tmp_path / "m"), "--parts", str(K), "--method", "metis", "--json"], str(tmp_path))
+    assert args[-2] == "--assignment" and "metis" not in args
+    a = np.load(args[-1])
+    assert a.shape == (N,) and set(np.unique(a)) == set(range(K))
+    r = subprocess.run([BIN, *args], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    metis = json.loads(r.stdout)
+    hashed = partition(store, tmp_path / "h", "--parts", K, "--method", "hash")
+    # The graph is four communities: METIS finds them, hashing cuts across.
+    assert metis["cut_edges"] < hashed["cut_edges"] / 2
+    np.testing.assert_array_equal(distributed.read_book(tmp_path / "m" / "book.sgb").shard, a)
+
+
+def torchrun(*args, nproc=2):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}", "examples/train_distributed.py", *[str(a) for a in args]]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_ddp_training_resumes_to_the_same_model(tmp_path, cluster):
+    """2 DDP ranks over the 4 shards: a run stopped after a checkpoint and
+    restarted from it ends with the model of an uninterrupted run."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch_geometric")
+    _, out, servers, _ = cluster
+    common = ["--shards", ",".join(s.addr for s in servers), "--book", out / "book.sgb", "--epochs", 2, "--batch-size", 8, "--fanouts", "4,3", "--hidden", 8]
+    common += ["--checkpoint-every", 2, "--timeout", 10]
+    full = torchrun(*common, "--checkpoint", tmp_path / "a.ck", "--save-model", tmp_path / "full.pt")
+    assert full.returncode == 0, full.stderr[-3000:]
+    assert "epoch 1:" in full.stdout
+    stopped = torchrun(*common, "--checkpoint", tmp_path / "b.ck", "--stop-after", 6)
+    assert stopped.returncode != 0 and "stopping after 6 batches" in stopped.stdout, stopped.stderr[-3000:]
+    resumed = torchrun(*common, "--checkpoint", tmp_path / "b.ck", "--save-model", tmp_path / "resumed.pt")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resumed from" in resumed.stdout and "epoch 1, batch 2" in resumed.stdout
+    a, b = torch.load(tmp_path / "full.pt"), torch.load(tmp_path / "resumed.pt")
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
