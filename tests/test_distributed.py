@@ -124,6 +124,8 @@ def test_samples_and_features_equal_the_single_store(cluster):
     assert len(remote) == len(local) == len(batches)
     for s, t in zip(remote, local):
         same_sample(s, t)
+    sent, received = d.wire_bytes()
+    assert 0 < sent < received
     with pytest.raises(solidgraph.InvalidArgumentError):
         d.sample_neighbors([N], [2])
     with pytest.raises(solidgraph.NotFoundError):

@@ -25,6 +25,7 @@ its address.
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 import zlib
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -34,7 +35,7 @@ import numpy as np
 
 from solidgraph._native import CorruptionError, InvalidArgumentError, NotFoundError, SolidGraphError, batch_seed
 from solidgraph._proto import solidgraph_pb2 as pb
-from solidgraph.client import RemoteGraph, RemoteSample, _array, _error, _Loader, _names, _seed
+from solidgraph.client import RemoteGraph, RemoteSample, _array, _assemble, _error, _Loader, _names, _seed
 from solidgraph.client import connect as _connect
 
 __all__ = ["Book", "DistGraph", "ShardError", "connect", "read_book"]
@@ -116,18 +117,38 @@ class _Shard:
         info = ch.unary_unary("/solidgraph.v1.Graph/ShardInfo", request_serializer=ser, response_deserializer=pb.ShardInfoReply.FromString)
         self._sample = ch.unary_stream("/solidgraph.v1.Graph/ShardSample", request_serializer=ser, response_deserializer=pb.Arrays.FromString)
         self._meta, self._timeout = meta, self.remote._timeout
+        self._tensor = ch.unary_stream("/solidgraph.v1.Graph/Tensor", request_serializer=ser, response_deserializer=pb.Arrays.FromString)
+        # Protobuf bytes sent and received (HTTP/2 framing aside).
+        self.sent = self.received = 0
+        self._lock = threading.Lock()
         try:
             self.info = info(pb.ShardInfoRequest(), timeout=self._timeout, metadata=meta)
         except grpc.RpcError as e:
             raise _error(e) from None
 
-    def sample(self, req: pb.ShardSampleRequest) -> Dict[str, np.ndarray]:
-        from solidgraph.client import _assemble
+    def _call(self, call: Any, req: Any) -> Dict[str, np.ndarray]:
+        got = 0
+
+        def counted(msgs):
+            nonlocal got
+            for m in msgs:
+                got += m.ByteSize()
+                yield m
 
         try:
-            return _assemble(self._sample(req, timeout=self._timeout, metadata=self._meta))
+            out = _assemble(counted(call(req, timeout=self._timeout, metadata=self._meta)))
         except grpc.RpcError as e:
             raise _error(e) from None
+        with self._lock:
+            self.sent += req.ByteSize()
+            self.received += got
+        return out
+
+    def sample(self, req: pb.ShardSampleRequest) -> Dict[str, np.ndarray]:
+        return self._call(self._sample, req)
+
+    def tensor(self, name: str, local: np.ndarray) -> np.ndarray:
+        return self._call(self._tensor, pb.TensorRequest(store="rows", name=name, ids=_array(local, "int64", "ids")))["rows"]
 
 
 class DistGraph:
@@ -168,6 +189,10 @@ class DistGraph:
     @property
     def num_shards(self) -> int:
         return len(self._shards)
+
+    def wire_bytes(self) -> Tuple[int, int]:
+        """Protobuf bytes sent to and received from the shards so far."""
+        return sum(s.sent for s in self._shards), sum(s.received for s in self._shards)
 
     @property
     def path(self) -> str:
@@ -223,7 +248,7 @@ class DistGraph:
         out = np.empty((len(ids), dim) if dim > 1 else (len(ids),), dtype=np.dtype(dtype))
         owner = self.book.shard[ids]
         local = self.book.local[ids]
-        got = self._on_shards(owner, lambda k, at: (at, self._shards[k].remote.tensor(name, local[at])))
+        got = self._on_shards(owner, lambda k, at: (at, self._shards[k].tensor(name, local[at])))
         for at, rows in got.values():
             out[at] = rows.reshape(out[at].shape)
         return out
