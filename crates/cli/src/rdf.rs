@@ -26,7 +26,8 @@ pub enum RdfCmd {
     Query(QueryArgs),
     /// Runs a SPARQL update, durable when the command returns.
     Update(UpdateArgs),
-    /// Folds pending updates into pages and empties the update log.
+    /// Folds pending updates into pages and empties the update log; converts
+    /// an older store's dictionary to the paged format first.
     Compact(CompactArgs),
 }
 
@@ -110,6 +111,9 @@ pub fn rdf_cmd(a: RdfArgs) -> CliResult {
             Ok(())
         }
         RdfCmd::Compact(a) => {
+            if RdfStore::upgrade(&a.store)? {
+                println!("converted the dictionary to the paged format");
+            }
             let s = RdfStore::open(&a.store, &OpenOptions { writable: true, ..Default::default() })?;
             s.compact()?;
             let i = s.info()?;

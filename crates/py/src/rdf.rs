@@ -108,7 +108,7 @@ fn rdf_error(py: Python<'_>, e: RdfError) -> PyResult<PyErr> {
             with("InvalidArgumentError", &[])
         }
         RdfError::Corrupt { path, .. } => with("CorruptionError", &[("path", path.into_bound_py_any(py)?)]),
-        RdfError::NotRdf(path) => with("FormatError", &[("path", path.into_bound_py_any(py)?)]),
+        RdfError::NotRdf(path) | RdfError::OldFormat { path, .. } => with("FormatError", &[("path", path.into_bound_py_any(py)?)]),
         RdfError::Io { path, source } => {
             let errno = source.raw_os_error().into_bound_py_any(py)?;
             with("SolidGraphIOError", &[("path", path.into_bound_py_any(py)?), ("errno", errno)])
@@ -592,7 +592,7 @@ fn exists_as_store(path: &Path) -> bool {
 
 impl PyRdfStore {
     fn open_options(&self, create: bool) -> OpenOptions {
-        OpenOptions { writable: !self.read_only, create, cache_bytes: self.cache_bytes }
+        OpenOptions { writable: !self.read_only, create, cache_bytes: self.cache_bytes, ..OpenOptions::default() }
     }
 
     /// The open store, made (empty) first if nothing is at the path yet.

@@ -36,35 +36,46 @@ impl QueryData {
         QueryData { snap, dict, side: RefCell::default() }
     }
 
-    /// Decodes the dictionary ids `ids` in one call (side ids too).
-    pub fn terms(&self, ids: &[u64]) -> Result<Vec<Term>> {
-        let d = solidgraph_store_read(&self.dict);
-        ids.iter().map(|&id| self.term_locked(&d, id)).collect()
-    }
-
-    fn term_locked(&self, d: &Dict, id: u64) -> Result<Term> {
-        if id & SIDE != 0 {
+    /// Decodes the ids `ids` (side ids too); the dictionary's pages for
+    /// all of them are read in one batch.
+    pub fn terms(&self, ids: &[u64]) -> Result<Vec<Option<Term>>> {
+        let mut out: Vec<Option<Term>> = vec![None; ids.len()];
+        let mut dict_ids = Vec::new();
+        let mut at = Vec::new();
+        {
             let side = self.side.borrow();
-            return side.terms.get((id & !SIDE) as usize).cloned().ok_or_else(|| RdfError::Evaluation(format!("unknown side term {id}")));
+            for (i, &id) in ids.iter().enumerate() {
+                if id & SIDE != 0 {
+                    let t = side.terms.get((id & !SIDE) as usize).cloned();
+                    out[i] = Some(t.ok_or_else(|| RdfError::Evaluation(format!("unknown side term {id}")))?);
+                } else {
+                    dict_ids.push(id);
+                    at.push(i);
+                }
+            }
         }
-        let b = d.bytes(id).ok_or_else(|| RdfError::Evaluation(format!("no term with id {id} in the dictionary")))?;
-        term::decode(b).map_err(|e| RdfError::Evaluation(format!("term {id}: {e}")))
+        solidgraph_store_read(&self.dict).terms(&dict_ids, &mut |k, b| {
+            let t = term::decode(b).map_err(|e| RdfError::Evaluation(format!("term {}: {e}", dict_ids[k])))?;
+            out[at[k]] = Some(t);
+            Ok(())
+        })?;
+        Ok(out)
     }
 
     /// The id of `t`: its dictionary id, else a side id.
-    pub fn id(&self, t: &Term) -> u64 {
+    pub fn id(&self, t: &Term) -> Result<u64> {
         let b = term::to_bytes(t);
-        if let Some(id) = solidgraph_store_read(&self.dict).get(&b) {
-            return id;
+        if let Some(&id) = self.side.borrow().ids.get(&b) {
+            return Ok(id);
+        }
+        if let Some(id) = solidgraph_store_read(&self.dict).get(&b)? {
+            return Ok(id);
         }
         let mut side = self.side.borrow_mut();
-        if let Some(&id) = side.ids.get(&b) {
-            return id;
-        }
         let id = SIDE | side.terms.len() as u64;
         side.terms.push(t.clone());
         side.ids.insert(b, id);
-        id
+        Ok(id)
     }
 }
 
@@ -118,11 +129,10 @@ impl QueryableDataset<'static> for QueryData {
     }
 
     fn internalize_term(&self, term: Term) -> Result<u64> {
-        Ok(self.id(&term))
+        self.id(&term)
     }
 
     fn externalize_term(&self, id: u64) -> Result<Term> {
-        let d = solidgraph_store_read(&self.dict);
-        self.term_locked(&d, id)
+        self.terms(&[id])?.pop().flatten().ok_or_else(|| RdfError::Evaluation(format!("no term with id {id}")))
     }
 }

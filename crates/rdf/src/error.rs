@@ -33,6 +33,10 @@ pub enum RdfError {
     #[error("{path}: damaged: {reason}")]
     Corrupt { path: PathBuf, reason: String },
     /// A directory that is not an RDF store (for example a graph store).
+    /// A store file in a format this build does not read; `solidgraph rdf
+    /// compact` converts an old dictionary.
+    #[error("{path}: format version {found}, this build reads {reads}; convert the store with `solidgraph rdf compact STORE`")]
+    OldFormat { path: PathBuf, found: u32, reads: u32 },
     #[error("{0}: not a SolidGraph RDF store (no rdf.meta)")]
     NotRdf(PathBuf),
     #[error("the store is open read-only; open it writable to update it")]

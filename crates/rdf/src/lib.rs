@@ -21,6 +21,7 @@
 
 mod dataset;
 mod dict;
+mod dictfile;
 mod error;
 mod load;
 mod meta;
@@ -52,11 +53,15 @@ pub struct OpenOptions {
     pub create: bool,
     /// Page-cache budget of the quad pages, bytes.
     pub cache_bytes: u64,
+    /// Cache budget of the term dictionary's pages, bytes. The dictionary
+    /// is read on demand; only its directory (16 bytes a 4 KiB page) and
+    /// the terms added since the last compaction stay in memory.
+    pub dict_cache_bytes: u64,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { writable: false, create: false, cache_bytes: 256 << 20 }
+        OpenOptions { writable: false, create: false, cache_bytes: 256 << 20, dict_cache_bytes: 32 << 20 }
     }
 }
 

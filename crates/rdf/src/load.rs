@@ -93,10 +93,11 @@ pub fn quad_bytes(q: &Quad) -> Result<[Vec<u8>; 4]> {
 /// Calls its argument once per distinct quad of ids.
 pub type QuadSource<'a> = dyn FnMut(&mut dyn FnMut([u64; 4]) -> Result<()>) -> Result<()> + 'a;
 
-/// Writes a store generation into `dir`: `dict.<gen>` and, when there are
-/// quads, `quads.<gen>/` from the edges file, then `rdf.meta` (the commit).
+/// Writes a store generation into `dir` whose dictionary, `terms` terms,
+/// the caller has written to `dict.<gen>`: when there are quads,
+/// `quads.<gen>/` from the edges file, then `rdf.meta` (the commit).
 /// `quads`: distinct (s, p, o, g) id quads, in any order, via `each`.
-pub fn write_generation(dir: &Path, generation: u64, dict: &Dict, memory_budget: u64, each: &mut QuadSource) -> Result<Meta> {
+pub fn write_generation(dir: &Path, generation: u64, terms: u64, memory_budget: u64, each: &mut QuadSource) -> Result<Meta> {
     let edges_path = dir.join(format!("edges.{generation}.tmp"));
     let mut pairs: FxHashMap<(u64, u64), u32> = FxHashMap::default();
     let mut pair_list: Vec<(u64, u64)> = Vec::new();
@@ -128,12 +129,11 @@ pub fn write_generation(dir: &Path, generation: u64, dict: &Dict, memory_budget:
         }
         w.flush().map_err(io_err(&edges_path))?;
     }
-    let meta = Meta { generation, terms: dict.len(), quads: n, pairs: pair_list };
-    dict.write(&meta.dict_path(dir))?;
+    let meta = Meta { generation, terms, quads: n, pairs: pair_list };
     if n > 0 {
         // Left by a compaction that failed before its commit.
         let _ = std::fs::remove_dir_all(meta.quads_path(dir));
-        let o = ImportOptions { labels: true, in_edges: true, num_nodes: Some(dict.len() + 1), memory_budget, ..ImportOptions::default() };
+        let o = ImportOptions { labels: true, in_edges: true, num_nodes: Some(terms + 1), memory_budget, ..ImportOptions::default() };
         let input = [EdgeInput::File(edges_path.clone())];
         solidgraph_store::import(&meta.quads_path(dir), &input, &[], &o, &|_, _, _| {})?;
     }
@@ -177,8 +177,8 @@ fn build(dir: &Path, files: &[PathBuf], o: &LoadOptions) -> Result<LoadReport> {
     let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(&ids_path).map_err(io_err(&ids_path))?);
     let (quads, skipped) = read_files(files, o, |q| {
         let b = quad_bytes(&q)?;
-        let g = if b[3].is_empty() { 0 } else { dict.intern(&b[3]) };
-        let ids = [dict.intern(&b[0]), dict.intern(&b[1]), dict.intern(&b[2]), g];
+        let g = if b[3].is_empty() { 0 } else { dict.intern_mem(&b[3]) };
+        let ids = [dict.intern_mem(&b[0]), dict.intern_mem(&b[1]), dict.intern_mem(&b[2]), g];
         for x in ids {
             w.write_all(&x.to_le_bytes()).map_err(io_err(&ids_path))?;
         }
@@ -186,17 +186,21 @@ fn build(dir: &Path, files: &[PathBuf], o: &LoadOptions) -> Result<LoadReport> {
     })?;
     w.flush().map_err(io_err(&ids_path))?;
     drop(w);
+    // The dictionary is written and dropped before the quads are sorted.
+    let terms = dict.len();
+    dict.write(&Meta { generation: 1, ..Meta::default() }.dict_path(dir))?;
+    drop(dict);
     let mut all = read_ids(&ids_path)?;
     std::fs::remove_file(&ids_path).map_err(io_err(&ids_path))?;
     all.sort_unstable();
     all.dedup();
-    write_generation(dir, 1, &dict, o.memory_budget, &mut |f| {
+    write_generation(dir, 1, terms, o.memory_budget, &mut |f| {
         for &q in &all {
             f(q)?;
         }
         Ok(())
     })?;
-    Ok(LoadReport { quads, skipped, terms: dict.len(), seconds: 0.0 })
+    Ok(LoadReport { quads, skipped, terms, seconds: 0.0 })
 }
 
 fn read_ids(path: &Path) -> Result<Vec<[u64; 4]>> {

@@ -81,7 +81,7 @@ impl RdfStore {
             None
         };
         let meta = Meta::read(path)?;
-        let dict = Dict::read(&meta.dict_path(path))?;
+        let dict = Dict::open(&meta.dict_path(path), o.dict_cache_bytes)?;
         if dict.len() != meta.terms {
             return Err(crate::error::corrupt(meta.dict_path(path), format!("{} terms, rdf.meta says {}", dict.len(), meta.terms)));
         }
@@ -91,19 +91,36 @@ impl RdfStore {
         let mut delta = Delta::default();
         let snap = Snapshot { base: base.clone(), delta: Arc::new(Delta::default()) };
         {
-            let mut d = dict.write().map_err(poisoned)?;
-            for rec in records {
-                for (ins, terms) in rec {
-                    let g = if terms[3].is_empty() { 0 } else { d.intern(&terms[3]) };
-                    let q = [d.intern(&terms[0]), d.intern(&terms[1]), d.intern(&terms[2]), g];
-                    snap.apply(&mut delta, ins, q)?;
-                }
+            // Every term of the log in one dictionary lookup, then the changes in order.
+            let changes: Vec<Change> = records.into_iter().flatten().collect();
+            let all: Vec<&[u8]> = changes.iter().flat_map(|(_, t)| t.iter().map(Vec::as_slice)).filter(|t| !t.is_empty()).collect();
+            let ids = dict.write().map_err(poisoned)?.intern_many(&all)?;
+            let mut next = ids.into_iter();
+            for (ins, terms) in &changes {
+                let mut id = |t: &Vec<u8>| if t.is_empty() { 0 } else { next.next().expect("one id per term") };
+                let q = [id(&terms[0]), id(&terms[1]), id(&terms[2]), id(&terms[3])];
+                snap.apply(&mut delta, *ins, q)?;
             }
         }
         let snap = Snapshot { base, delta: Arc::new(delta) };
         let inner =
             Inner { dir: path.to_path_buf(), opts: o.clone(), dict, snap: RwLock::new(snap), meta: RwLock::new(meta), wal: Mutex::new(wal), _lock: lock };
         Ok(RdfStore { inner: Arc::new(inner) })
+    }
+
+    /// Converts an old store's files to the formats this build reads (a
+    /// version 1 dictionary, read whole at open, to the paged one), under
+    /// the writer lock. Returns whether it changed anything. `solidgraph
+    /// rdf compact` runs it first.
+    pub fn upgrade(path: &Path) -> Result<bool> {
+        if !path.join(meta::FILE).exists() {
+            return Err(RdfError::NotRdf(path.to_path_buf()));
+        }
+        let lp = path.join("writer.lock");
+        let f = File::create(&lp).map_err(io_err(&lp))?;
+        f.try_lock().map_err(|_| RdfError::Invalid(format!("{}: another writer has the store open", path.display())))?;
+        let meta = Meta::read(path)?;
+        crate::dict::upgrade(&meta.dict_path(path))
     }
 
     pub fn path(&self) -> &Path {
@@ -184,17 +201,16 @@ impl RdfStore {
     /// Applies one insert or delete of `q` to `delta`, logging it if it changes the store.
     pub(crate) fn change(&self, snap: &Snapshot, delta: &mut Delta, changes: &mut Vec<Change>, insert: bool, q: &Quad) -> Result<bool> {
         let bytes = load::quad_bytes(q)?;
-        let ids = {
-            let mut d = self.inner.dict.write().map_err(poisoned)?;
-            if insert {
-                let g = if bytes[3].is_empty() { 0 } else { d.intern(&bytes[3]) };
-                Some([d.intern(&bytes[0]), d.intern(&bytes[1]), d.intern(&bytes[2]), g])
-            } else {
-                let g = if bytes[3].is_empty() { Some(0) } else { d.get(&bytes[3]) };
-                match (d.get(&bytes[0]), d.get(&bytes[1]), d.get(&bytes[2]), g) {
-                    (Some(s), Some(p), Some(o), Some(g)) => Some([s, p, o, g]),
-                    _ => None,
-                }
+        let n = if bytes[3].is_empty() { 3 } else { 4 };
+        let terms: Vec<&[u8]> = bytes[..n].iter().map(Vec::as_slice).collect();
+        let ids = if insert {
+            let v = self.inner.dict.write().map_err(poisoned)?.intern_many(&terms)?;
+            Some([v[0], v[1], v[2], v.get(3).copied().unwrap_or(0)])
+        } else {
+            let v = solidgraph_store_read(&self.inner.dict).get_many(&terms)?;
+            match (v[0], v[1], v[2], v.get(3).copied().unwrap_or(Some(0))) {
+                (Some(s), Some(p), Some(o), Some(g)) => Some([s, p, o, g]),
+                _ => None,
             }
         };
         let Some(ids) = ids else { return Ok(false) };
@@ -208,22 +224,22 @@ impl RdfStore {
     /// Quads matching a pattern (`None`: any; graph `None`: every graph, the default one included).
     pub fn quads_for_pattern(&self, s: Option<&Term>, p: Option<&Term>, o: Option<&Term>, g: Option<&GraphName>) -> Result<Vec<Quad>> {
         let snap = self.snapshot()?;
-        let lookup = |t: Option<&Term>| -> Option<Option<u64>> {
-            let t = t?;
-            Some(solidgraph_store_read(&self.inner.dict).get(&term::to_bytes(t)))
+        let gt = match g {
+            Some(GraphName::NamedNode(n)) => Some(Term::from(n.clone())),
+            Some(GraphName::BlankNode(b)) => Some(Term::from(b.clone())),
+            _ => None,
         };
-        let (s, p, o) = (lookup(s), lookup(p), lookup(o));
-        let sel = match g {
-            None => GraphSel::All,
-            Some(GraphName::DefaultGraph) => GraphSel::Default,
-            Some(GraphName::NamedNode(n)) => match lookup(Some(&Term::from(n.clone()))).flatten() {
-                Some(id) => GraphSel::Named(id),
-                None => return Ok(Vec::new()),
-            },
-            Some(GraphName::BlankNode(b)) => match lookup(Some(&Term::from(b.clone()))).flatten() {
-                Some(id) => GraphSel::Named(id),
-                None => return Ok(Vec::new()),
-            },
+        // The pattern's terms in one dictionary lookup.
+        let given: Vec<Vec<u8>> = [s, p, o, gt.as_ref()].into_iter().map(|t| t.map(term::to_bytes).unwrap_or_default()).collect();
+        let ask: Vec<&[u8]> = given.iter().filter(|b| !b.is_empty()).map(Vec::as_slice).collect();
+        let mut found = solidgraph_store_read(&self.inner.dict).get_many(&ask)?.into_iter();
+        let mut lookup = |t: Option<&Term>| -> Option<Option<u64>> { t.map(|_| found.next().expect("one id per term")) };
+        let (s, p, o, gid) = (lookup(s), lookup(p), lookup(o), lookup(gt.as_ref()));
+        let sel = match (g, gid) {
+            (None, _) => GraphSel::All,
+            (Some(GraphName::DefaultGraph), _) => GraphSel::Default,
+            (_, Some(Some(id))) => GraphSel::Named(id),
+            _ => return Ok(Vec::new()),
         };
         if [s, p, o].iter().any(|x| matches!(x, Some(None))) {
             return Ok(Vec::new());
@@ -256,7 +272,9 @@ impl RdfStore {
         let dict = solidgraph_store_read(&self.inner.dict).clone();
         let old = self.inner.meta.read().map_err(poisoned)?.clone();
         let dir = &self.inner.dir;
-        let meta = load::write_generation(dir, old.generation + 1, &dict, 1 << 30, &mut |f| {
+        let next = Meta { generation: old.generation + 1, ..Meta::default() };
+        dict.write(&next.dict_path(dir))?;
+        let meta = load::write_generation(dir, next.generation, dict.len(), 1 << 30, &mut |f| {
             for q in snap.find(None, None, None, GraphSel::All)? {
                 f(q)?;
             }
@@ -264,6 +282,8 @@ impl RdfStore {
         })?;
         wal.reset()?;
         let base = Arc::new(open_base(dir, &meta, &self.inner.opts)?);
+        let fresh = Dict::open(&meta.dict_path(dir), self.inner.opts.dict_cache_bytes)?;
+        *self.inner.dict.write().map_err(poisoned)? = fresh;
         *self.inner.snap.write().map_err(poisoned)? = Snapshot { base, delta: Arc::new(Delta::default()) };
         *self.inner.meta.write().map_err(poisoned)? = meta;
         // Readers holding the old base keep their open files; removing the names is safe.
@@ -290,11 +310,11 @@ impl RdfStore {
         let sel = match g {
             None => GraphSel::All,
             Some(GraphName::DefaultGraph) => GraphSel::Default,
-            Some(GraphName::NamedNode(n)) => match solidgraph_store_read(&self.inner.dict).get(&term::to_bytes(&Term::from(n.clone()))) {
+            Some(GraphName::NamedNode(n)) => match solidgraph_store_read(&self.inner.dict).get(&term::to_bytes(&Term::from(n.clone())))? {
                 Some(id) => GraphSel::Named(id),
                 None => return Ok(Vec::new()),
             },
-            Some(GraphName::BlankNode(b)) => match solidgraph_store_read(&self.inner.dict).get(&term::to_bytes(&Term::from(b.clone()))) {
+            Some(GraphName::BlankNode(b)) => match solidgraph_store_read(&self.inner.dict).get(&term::to_bytes(&Term::from(b.clone())))? {
                 Some(id) => GraphSel::Named(id),
                 None => return Ok(Vec::new()),
             },
@@ -316,7 +336,7 @@ impl RdfStore {
         ids.sort_unstable();
         ids.dedup();
         let terms = data.terms(&ids)?;
-        let term = |id: u64| terms[ids.binary_search(&id).expect("decoded above")].clone();
+        let term = |id: u64| terms[ids.binary_search(&id).expect("decoded above")].clone().expect("every id decoded");
         found
             .into_iter()
             .map(|[s, p, o, g]| {

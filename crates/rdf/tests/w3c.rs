@@ -120,7 +120,8 @@ struct TempStore {
 
 fn new_store() -> Result<TempStore, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let store = RdfStore::open(&dir.path().join("s"), &OpenOptions { writable: true, create: true, cache_bytes: 8 << 20 }).map_err(|e| e.to_string())?;
+    let store = RdfStore::open(&dir.path().join("s"), &OpenOptions { writable: true, create: true, cache_bytes: 8 << 20, dict_cache_bytes: 1 << 20 })
+        .map_err(|e| e.to_string())?;
     Ok(TempStore { _dir: dir, store })
 }
 

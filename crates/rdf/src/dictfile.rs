@@ -1,0 +1,668 @@
+//! The term dictionary's file, `dict.<gen>` (format version 2): 4 KiB
+//! pages read with direct I/O through the I/O layer's `Volume`, each page
+//! checksummed, so a store's dictionary costs memory in proportion to its
+//! pages' directory, not its terms.
+//!
+//! ```text
+//! page 0      header: magic, version, page size, counts, CRC32C in its last 4 bytes
+//! 1 ..        term blocks, in id order: crc u32 | kind u8 | pad 3 | count u32 |
+//!             used u32 | first id u64 | (len u32, term bytes)*; a block is one
+//!             page, or as many as its one term needs
+//! then        hash pages: crc u32 | kind u8 | pad 3 | count u32 | pad 4 |
+//!             (hash u64, id u64)* sorted, 255 a page
+//! then        directory pages: crc u32 | kind u8 | pad 3 | len u32 | pad 4 | bytes:
+//!             (first id u64, first page u64) per block, first hash u64 per hash page
+//! ```
+//!
+//! id -> term: the directory names the block; term -> id: the hash names
+//! the hash page(s), the candidates' terms are read and compared, so a hash
+//! collision never maps a term to another's id. Both ways are batched: one
+//! call reads every page a batch needs in one `Volume::read`. Pages go
+//! through a cache with a byte budget.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap;
+use solidgraph_io::{Volume, VolumeOptions};
+
+use crate::error::{RdfError, Result, corrupt, io_err};
+
+pub const PAGE: usize = 4096;
+pub const MAGIC: &[u8; 8] = b"SGRDFDIC";
+pub const VERSION: u32 = 2;
+const KIND_TERMS: u8 = 1;
+const KIND_HASH: u8 = 2;
+const KIND_DIR: u8 = 3;
+const TERM_HEAD: usize = 24;
+const HASH_HEAD: usize = 16;
+const HASH_PER_PAGE: usize = (PAGE - HASH_HEAD) / 16;
+const DIR_HEAD: usize = 16;
+const DIR_PER_PAGE: usize = PAGE - DIR_HEAD;
+/// Pages one batched read asks for at most (a limit on everything).
+const MAX_BATCH_PAGES: usize = 1 << 14;
+
+/// The 64-bit hash of a term's bytes: FNV-1a with a final mix, written out
+/// because the file depends on it never changing (std's and rustc-hash's
+/// hashers may change between releases).
+pub fn hash(b: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &x in b {
+        h ^= u64::from(x);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+fn put_crc(page: &mut [u8]) {
+    let c = crc32c::crc32c(&page[4..]);
+    page[..4].copy_from_slice(&c.to_le_bytes());
+}
+
+fn le32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn le64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Streams terms, in id order from 1, into a new dictionary file.
+pub struct DictWriter {
+    w: BufWriter<File>,
+    path: PathBuf,
+    next_page: u64,
+    block: Vec<u8>,
+    block_count: u32,
+    block_first: u64,
+    next_id: u64,
+    blocks: Vec<(u64, u64)>,
+    /// (hash, id) of every term: 16 bytes a term, sorted at the end.
+    hashes: Vec<(u64, u64)>,
+}
+
+impl DictWriter {
+    pub fn create(path: &Path) -> Result<DictWriter> {
+        let f = File::create(path).map_err(io_err(path))?;
+        let mut w = BufWriter::with_capacity(1 << 20, f);
+        // The header is written last, over these zeros.
+        w.write_all(&[0u8; PAGE]).map_err(io_err(path))?;
+        Ok(DictWriter {
+            w,
+            path: path.to_path_buf(),
+            next_page: 1,
+            block: Vec::with_capacity(PAGE),
+            block_count: 0,
+            block_first: 1,
+            next_id: 1,
+            blocks: Vec::new(),
+            hashes: Vec::new(),
+        })
+    }
+
+    /// Appends the next term; returns its id.
+    pub fn push(&mut self, term: &[u8]) -> Result<u64> {
+        if self.block_count > 0 && TERM_HEAD + self.block.len() + 4 + term.len() > PAGE {
+            self.flush_block()?;
+        }
+        if self.block_count == 0 {
+            self.block_first = self.next_id;
+        }
+        self.block.extend_from_slice(&(term.len() as u32).to_le_bytes());
+        self.block.extend_from_slice(term);
+        self.block_count += 1;
+        let id = self.next_id;
+        self.hashes.push((hash(term), id));
+        self.next_id += 1;
+        Ok(id)
+    }
+
+    fn flush_block(&mut self) -> Result<()> {
+        if self.block_count == 0 {
+            return Ok(());
+        }
+        let pages = (TERM_HEAD + self.block.len()).div_ceil(PAGE);
+        let mut buf = vec![0u8; pages * PAGE];
+        buf[4] = KIND_TERMS;
+        buf[8..12].copy_from_slice(&self.block_count.to_le_bytes());
+        buf[12..16].copy_from_slice(&(self.block.len() as u32).to_le_bytes());
+        buf[16..24].copy_from_slice(&self.block_first.to_le_bytes());
+        buf[TERM_HEAD..TERM_HEAD + self.block.len()].copy_from_slice(&self.block);
+        put_crc(&mut buf);
+        self.w.write_all(&buf).map_err(io_err(&self.path))?;
+        self.blocks.push((self.block_first, self.next_page));
+        self.next_page += pages as u64;
+        self.block.clear();
+        self.block_count = 0;
+        Ok(())
+    }
+
+    /// Writes the hash pages, the directory and the header; syncs.
+    pub fn finish(mut self) -> Result<()> {
+        self.flush_block()?;
+        let term_pages = self.next_page - 1;
+        self.hashes.sort_unstable();
+        let mut first_hashes = Vec::with_capacity(self.hashes.len().div_ceil(HASH_PER_PAGE));
+        for chunk in self.hashes.chunks(HASH_PER_PAGE) {
+            let mut page = [0u8; PAGE];
+            page[4] = KIND_HASH;
+            page[8..12].copy_from_slice(&(chunk.len() as u32).to_le_bytes());
+            for (i, &(h, id)) in chunk.iter().enumerate() {
+                let at = HASH_HEAD + 16 * i;
+                page[at..at + 8].copy_from_slice(&h.to_le_bytes());
+                page[at + 8..at + 16].copy_from_slice(&id.to_le_bytes());
+            }
+            put_crc(&mut page);
+            self.w.write_all(&page).map_err(io_err(&self.path))?;
+            first_hashes.push(chunk[0].0);
+        }
+        let hash_pages = first_hashes.len() as u64;
+        let mut dir = Vec::with_capacity(self.blocks.len() * 16 + first_hashes.len() * 8);
+        for &(first, page) in &self.blocks {
+            dir.extend_from_slice(&first.to_le_bytes());
+            dir.extend_from_slice(&page.to_le_bytes());
+        }
+        for h in &first_hashes {
+            dir.extend_from_slice(&h.to_le_bytes());
+        }
+        let mut dir_pages = 0u64;
+        for chunk in dir.chunks(DIR_PER_PAGE) {
+            let mut page = [0u8; PAGE];
+            page[4] = KIND_DIR;
+            page[8..12].copy_from_slice(&(chunk.len() as u32).to_le_bytes());
+            page[DIR_HEAD..DIR_HEAD + chunk.len()].copy_from_slice(chunk);
+            put_crc(&mut page);
+            self.w.write_all(&page).map_err(io_err(&self.path))?;
+            dir_pages += 1;
+        }
+        let mut head = [0u8; PAGE];
+        head[..8].copy_from_slice(MAGIC);
+        head[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        head[12..16].copy_from_slice(&(PAGE as u32).to_le_bytes());
+        for (i, x) in [self.next_id - 1, self.blocks.len() as u64, term_pages, hash_pages, dir_pages, dir.len() as u64].into_iter().enumerate() {
+            head[16 + 8 * i..24 + 8 * i].copy_from_slice(&x.to_le_bytes());
+        }
+        let c = crc32c::crc32c(&head[..PAGE - 4]);
+        head[PAGE - 4..].copy_from_slice(&c.to_le_bytes());
+        let path = self.path.clone();
+        let mut f = self.w.into_inner().map_err(|e| io_err(&path)(e.into_error()))?;
+        f.seek(SeekFrom::Start(0)).map_err(io_err(&path))?;
+        f.write_all(&head).map_err(io_err(&path))?;
+        f.sync_all().map_err(io_err(&path))
+    }
+}
+
+/// A term block read from the file: its bytes and each term's offset.
+pub struct Block {
+    bytes: Box<[u8]>,
+    /// Term i spans `offs[i] + 4 .. offs[i + 1]` (length prefix skipped).
+    offs: Vec<u32>,
+}
+
+impl Block {
+    fn size(&self) -> u64 {
+        (self.bytes.len() + self.offs.len() * 4 + 64) as u64
+    }
+
+    fn term(&self, i: usize) -> &[u8] {
+        &self.bytes[self.offs[i] as usize + 4..self.offs[i + 1] as usize]
+    }
+}
+
+/// Pages (term blocks and hash pages, by first page) with a byte budget;
+/// on overflow the least recently used quarter goes.
+struct Cache {
+    map: FxHashMap<u64, (Arc<Block>, u64)>,
+    bytes: u64,
+    budget: u64,
+    tick: u64,
+}
+
+impl Cache {
+    fn get(&mut self, page: u64) -> Option<Arc<Block>> {
+        self.tick += 1;
+        let t = self.tick;
+        self.map.get_mut(&page).map(|e| {
+            e.1 = t;
+            e.0.clone()
+        })
+    }
+
+    fn put(&mut self, page: u64, b: Arc<Block>) {
+        self.tick += 1;
+        self.bytes += b.size();
+        if let Some((old, _)) = self.map.insert(page, (b, self.tick)) {
+            self.bytes -= old.size();
+        }
+        if self.bytes > self.budget {
+            let mut ticks: Vec<u64> = self.map.values().map(|e| e.1).collect();
+            let cut = ticks.len() / 4;
+            let (_, &mut oldest, _) = ticks.select_nth_unstable(cut);
+            let mut freed = 0;
+            self.map.retain(|_, e| {
+                let keep = e.1 > oldest;
+                if !keep {
+                    freed += e.0.size();
+                }
+                keep
+            });
+            self.bytes -= freed;
+        }
+    }
+}
+
+/// An open dictionary file.
+pub struct DictFile {
+    path: PathBuf,
+    vol: Volume,
+    terms: u64,
+    /// First id of each block, then `terms + 1`.
+    block_first: Vec<u64>,
+    /// First page of each block, then the first hash page.
+    block_page: Vec<u64>,
+    /// First hash of each hash page.
+    hash_first: Vec<u64>,
+    cache: Mutex<Cache>,
+}
+
+/// The version of the dictionary file at `path` (1: read whole at open, 2: paged).
+pub fn version(path: &Path) -> Result<u32> {
+    let mut head = [0u8; 12];
+    File::open(path).and_then(|mut f| f.read_exact(&mut head)).map_err(io_err(path))?;
+    if &head[..8] != MAGIC {
+        return Err(corrupt(path, "not a dictionary file"));
+    }
+    Ok(le32(&head, 8))
+}
+
+impl DictFile {
+    pub fn open(path: &Path, cache_bytes: u64) -> Result<DictFile> {
+        let v = version(path)?;
+        if v != VERSION {
+            return Err(RdfError::OldFormat { path: path.to_path_buf(), found: v, reads: VERSION });
+        }
+        let len = std::fs::metadata(path).map_err(io_err(path))?.len();
+        if len % PAGE as u64 != 0 {
+            return Err(corrupt(path, format!("{len} bytes is not a whole number of {PAGE}-byte pages")));
+        }
+        let opts = VolumeOptions { page_size: PAGE, stripe_pages: 1, registered_chunks: 2, ..Default::default() };
+        let vol = Volume::open(&[path.to_path_buf()], opts).map_err(|e| corrupt(path, e.to_string()))?;
+        let head = vol.read(&[0]).map_err(|e| corrupt(path, e.to_string()))?;
+        let head = head.page(0);
+        if crc32c::crc32c(&head[..PAGE - 4]) != le32(head, PAGE - 4) {
+            return Err(corrupt(path, "page 0 (header) fails its checksum"));
+        }
+        if le32(head, 12) as usize != PAGE {
+            return Err(corrupt(path, format!("page size {}, this build reads {PAGE}", le32(head, 12))));
+        }
+        let [terms, blocks, term_pages, hash_pages, dir_pages, dir_len] = std::array::from_fn(|i| le64(head, 16 + 8 * i));
+        let pages = len / PAGE as u64;
+        let dir_start = 1 + term_pages + hash_pages;
+        if dir_start.checked_add(dir_pages) != Some(pages) || dir_len != blocks * 16 + hash_pages * 8 || dir_len > dir_pages * DIR_PER_PAGE as u64 {
+            return Err(corrupt(path, "header counts do not match the file's size"));
+        }
+        let mut f = DictFile {
+            path: path.to_path_buf(),
+            vol,
+            terms,
+            block_first: Vec::with_capacity(blocks as usize + 1),
+            block_page: Vec::with_capacity(blocks as usize + 1),
+            hash_first: Vec::with_capacity(hash_pages as usize),
+            cache: Mutex::new(Cache { map: FxHashMap::default(), bytes: 0, budget: cache_bytes.max(PAGE as u64 * 16), tick: 0 }),
+        };
+        let dir = f.read_dir(dir_start, dir_pages)?;
+        for i in 0..blocks as usize {
+            f.block_first.push(le64(&dir, 16 * i));
+            f.block_page.push(le64(&dir, 16 * i + 8));
+        }
+        let off = blocks as usize * 16;
+        f.hash_first.extend((0..hash_pages as usize).map(|i| le64(&dir, off + 8 * i)));
+        f.block_first.push(terms + 1);
+        f.block_page.push(1 + term_pages);
+        let ok = f.block_first.first() == Some(&1) || terms == 0;
+        if !ok
+            || f.block_first.windows(2).any(|w| w[0] >= w[1])
+            || f.block_page.windows(2).any(|w| w[0] >= w[1])
+            || f.hash_first.windows(2).any(|w| w[0] > w[1])
+        {
+            return Err(corrupt(path, "directory is not in order"));
+        }
+        Ok(f)
+    }
+
+    fn read_dir(&self, start: u64, n: u64) -> Result<Vec<u8>> {
+        let mut dir = Vec::with_capacity(n as usize * DIR_PER_PAGE);
+        let mut p = start;
+        while p < start + n {
+            let k = (start + n - p).min(MAX_BATCH_PAGES as u64);
+            let ids: Vec<u64> = (p..p + k).collect();
+            let pages = self.vol.read(&ids).map_err(|e| corrupt(&self.path, e.to_string()))?;
+            for (i, &id) in ids.iter().enumerate() {
+                let pg = pages.page(i);
+                let used = le32(pg, 8) as usize;
+                if crc32c::crc32c(&pg[4..]) != le32(pg, 0) || pg[4] != KIND_DIR || used > DIR_PER_PAGE {
+                    return Err(corrupt(&self.path, format!("directory page {id} fails its checksum")));
+                }
+                dir.extend_from_slice(&pg[DIR_HEAD..DIR_HEAD + used]);
+            }
+            p += k;
+        }
+        Ok(dir)
+    }
+
+    pub fn len(&self) -> u64 {
+        self.terms
+    }
+
+    /// Reads the blocks (term blocks or hash pages) starting at `starts`
+    /// with `counts[i]` pages each, through the cache, in one batch.
+    fn blocks(&self, starts: &[u64], counts: &[u64], kind: u8) -> Result<Vec<Arc<Block>>> {
+        let mut out: Vec<Option<Arc<Block>>> = vec![None; starts.len()];
+        let mut missing = Vec::new();
+        {
+            let mut c = self.cache.lock().map_err(|_| RdfError::Invalid("dictionary cache lock poisoned; reopen the store".into()))?;
+            for (i, &s) in starts.iter().enumerate() {
+                match c.get(s) {
+                    Some(b) => out[i] = Some(b),
+                    None => missing.push(i),
+                }
+            }
+        }
+        for part in missing.chunks(MAX_BATCH_PAGES / 4) {
+            let mut ids = Vec::new();
+            for &i in part {
+                ids.extend(starts[i]..starts[i] + counts[i]);
+            }
+            let pages = self.vol.read(&ids).map_err(|e| corrupt(&self.path, e.to_string()))?;
+            let mut at = 0;
+            let mut got = Vec::with_capacity(part.len());
+            for &i in part {
+                let n = counts[i] as usize;
+                let mut bytes = Vec::with_capacity(n * PAGE);
+                for k in 0..n {
+                    bytes.extend_from_slice(pages.page(at + k));
+                }
+                at += n;
+                let b = Arc::new(self.parse(starts[i], bytes, kind)?);
+                got.push((i, b));
+            }
+            let mut c = self.cache.lock().map_err(|_| RdfError::Invalid("dictionary cache lock poisoned; reopen the store".into()))?;
+            for (i, b) in got {
+                c.put(starts[i], b.clone());
+                out[i] = Some(b);
+            }
+        }
+        Ok(out.into_iter().map(|b| b.expect("every block read")).collect())
+    }
+
+    fn parse(&self, page: u64, bytes: Vec<u8>, kind: u8) -> Result<Block> {
+        let bad = |why: &str| corrupt(&self.path, format!("page {page}: {why}"));
+        if crc32c::crc32c(&bytes[4..]) != le32(&bytes, 0) {
+            return Err(bad("checksum mismatch"));
+        }
+        if bytes[4] != kind {
+            return Err(bad("unexpected page kind"));
+        }
+        let count = le32(&bytes, 8) as usize;
+        if kind == KIND_HASH {
+            if count > HASH_PER_PAGE {
+                return Err(bad("hash page count too large"));
+            }
+            return Ok(Block { bytes: bytes.into_boxed_slice(), offs: vec![count as u32] });
+        }
+        let used = le32(&bytes, 12) as usize;
+        if TERM_HEAD + used > bytes.len() {
+            return Err(bad("term block overruns its pages"));
+        }
+        let mut offs = Vec::with_capacity(count + 1);
+        let mut p = TERM_HEAD;
+        for _ in 0..count {
+            if p + 4 > TERM_HEAD + used {
+                return Err(bad("term block is malformed"));
+            }
+            offs.push(p as u32);
+            p += 4 + le32(&bytes, p) as usize;
+        }
+        if p != TERM_HEAD + used {
+            return Err(bad("term block is malformed"));
+        }
+        offs.push(p as u32);
+        Ok(Block { bytes: bytes.into_boxed_slice(), offs })
+    }
+
+    /// Calls `f(i, bytes)` with the term of each `ids[i]` (each in 1..=len),
+    /// reading every block they need in one batch.
+    pub fn terms(&self, ids: &[u64], f: &mut dyn FnMut(usize, &[u8]) -> Result<()>) -> Result<()> {
+        let mut which: Vec<usize> = Vec::with_capacity(ids.len());
+        for &id in ids {
+            if id == 0 || id > self.terms {
+                return Err(RdfError::Evaluation(format!("no term with id {id} in the dictionary")));
+            }
+            which.push(self.block_first.partition_point(|&f| f <= id) - 1);
+        }
+        let mut uniq = which.clone();
+        uniq.sort_unstable();
+        uniq.dedup();
+        let starts: Vec<u64> = uniq.iter().map(|&b| self.block_page[b]).collect();
+        let counts: Vec<u64> = uniq.iter().map(|&b| self.block_page[b + 1] - self.block_page[b]).collect();
+        let blocks = self.blocks(&starts, &counts, KIND_TERMS)?;
+        for (i, (&id, &b)) in ids.iter().zip(&which).enumerate() {
+            let k = uniq.binary_search(&b).expect("block listed");
+            let blk = &blocks[k];
+            let at = (id - self.block_first[b]) as usize;
+            if blk.offs.len() != (self.block_first[b + 1] - self.block_first[b]) as usize + 1 || le64(&blk.bytes, 16) != self.block_first[b] {
+                return Err(corrupt(&self.path, format!("page {}: block does not hold the ids the directory says", starts[k])));
+            }
+            f(i, blk.term(at))?;
+        }
+        Ok(())
+    }
+
+    /// The id of each term in `terms`, `None` when it is not in the file,
+    /// reading the hash pages and candidates' blocks in two batches.
+    pub fn lookup(&self, terms: &[&[u8]]) -> Result<Vec<Option<u64>>> {
+        let hashes: Vec<u64> = terms.iter().map(|t| hash(t)).collect();
+        // Pages holding hash h: from the last page starting below h to the last starting at or below it.
+        let range = |h: u64| {
+            let hi = self.hash_first.partition_point(|&f| f <= h);
+            let lo = self.hash_first.partition_point(|&f| f < h).saturating_sub(1);
+            (lo, hi)
+        };
+        let mut pages: Vec<u64> = Vec::new();
+        for &h in &hashes {
+            let (lo, hi) = range(h);
+            pages.extend((lo..hi).map(|p| p as u64));
+        }
+        pages.sort_unstable();
+        pages.dedup();
+        let first_hash_page = *self.block_page.last().expect("sentinel");
+        let starts: Vec<u64> = pages.iter().map(|&p| first_hash_page + p).collect();
+        let blocks = self.blocks(&starts, &vec![1; starts.len()], KIND_HASH)?;
+        let mut cand: Vec<(usize, u64)> = Vec::new();
+        for (i, &h) in hashes.iter().enumerate() {
+            let (lo, hi) = range(h);
+            for p in lo..hi {
+                let blk = &blocks[pages.binary_search(&(p as u64)).expect("page listed")];
+                let n = blk.offs[0] as usize;
+                let entry = |k: usize| (le64(&blk.bytes, HASH_HEAD + 16 * k), le64(&blk.bytes, HASH_HEAD + 16 * k + 8));
+                let start = partition(n, |k| entry(k).0 < h);
+                for k in start..n {
+                    let (eh, id) = entry(k);
+                    if eh != h {
+                        break;
+                    }
+                    cand.push((i, id));
+                }
+            }
+        }
+        let mut out = vec![None; terms.len()];
+        let ids: Vec<u64> = cand.iter().map(|c| c.1).collect();
+        self.terms(&ids, &mut |k, bytes| {
+            let (i, id) = cand[k];
+            if bytes == terms[i] {
+                out[i] = Some(id);
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `f` with every term in id order, reading `batch` pages at a time.
+    pub fn scan(&self, f: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let nblocks = self.block_first.len() - 1;
+        let mut b = 0;
+        while b < nblocks {
+            let mut e = b;
+            let mut pages = 0;
+            while e < nblocks && pages < 256 {
+                pages += self.block_page[e + 1] - self.block_page[e];
+                e += 1;
+            }
+            let ids: Vec<u64> = (self.block_first[b]..self.block_first[e]).collect();
+            self.terms(&ids, &mut |_, t| f(t))?;
+            b = e;
+        }
+        Ok(())
+    }
+}
+
+/// The first k in 0..n with `!less(k)` (`less` true on a prefix).
+fn partition(n: usize, less: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if less(mid) { lo = mid + 1 } else { hi = mid }
+    }
+    lo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(n: usize) -> Vec<Vec<u8>> {
+        let mut v: Vec<Vec<u8>> = (0..n).map(|i| format!("\x01http://example.org/term/{i}").into_bytes()).collect();
+        // A term larger than a page, so a block spans pages.
+        v[n / 2] = vec![b'x'; 3 * PAGE + 17];
+        v
+    }
+
+    fn write(path: &Path, ts: &[Vec<u8>]) {
+        let mut w = DictWriter::create(path).unwrap();
+        for (i, t) in ts.iter().enumerate() {
+            assert_eq!(w.push(t).unwrap(), i as u64 + 1);
+        }
+        w.finish().unwrap();
+    }
+
+    #[test]
+    fn both_ways_batched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dict.1");
+        let ts = terms(20_000);
+        write(&path, &ts);
+        // A small cache, so lookups evict and reread.
+        let f = DictFile::open(&path, 64 << 10).unwrap();
+        assert_eq!(f.len(), ts.len() as u64);
+        let ids: Vec<u64> = (1..=ts.len() as u64).rev().step_by(7).collect();
+        let mut seen = 0;
+        f.terms(&ids, &mut |i, b| {
+            assert_eq!(b, ts[ids[i] as usize - 1].as_slice());
+            seen += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, ids.len());
+        let mut ask: Vec<&[u8]> = ts.iter().step_by(3).map(Vec::as_slice).collect();
+        ask.push(b"\x01http://example.org/absent");
+        ask.push(b"");
+        let got = f.lookup(&ask).unwrap();
+        for (k, id) in got.iter().enumerate().take(ask.len() - 2) {
+            assert_eq!(*id, Some(3 * k as u64 + 1));
+        }
+        assert_eq!(got[ask.len() - 2..], [None, None]);
+        let mut all = Vec::new();
+        f.scan(&mut |t| {
+            all.push(t.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(all, ts);
+        assert!(f.terms(&[0], &mut |_, _| Ok(())).is_err());
+        assert!(f.terms(&[ts.len() as u64 + 1], &mut |_, _| Ok(())).is_err());
+    }
+
+    #[test]
+    fn empty_dictionary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dict.1");
+        write(&path, &[]);
+        let f = DictFile::open(&path, 1 << 20).unwrap();
+        assert_eq!(f.len(), 0);
+        assert_eq!(f.lookup(&[b"\x01a"]).unwrap(), [None]);
+    }
+
+    #[test]
+    fn damaged_page_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dict.1");
+        let ts = terms(2_000);
+        write(&path, &ts);
+        let mut b = std::fs::read(&path).unwrap();
+        b[PAGE + 100] ^= 0x40;
+        std::fs::write(&path, &b).unwrap();
+        let f = DictFile::open(&path, 1 << 20).unwrap();
+        let e = f.terms(&[1], &mut |_, _| Ok(())).unwrap_err().to_string();
+        assert!(e.contains("page 1") && e.contains("checksum"), "{e}");
+        let mut head = b.clone();
+        head[PAGE + 100] ^= 0x40;
+        head[20] ^= 1;
+        std::fs::write(&path, &head).unwrap();
+        let e = DictFile::open(&path, 1 << 20).err().expect("a damaged header").to_string();
+        assert!(e.contains("header"), "{e}");
+    }
+
+    #[test]
+    fn version_1_is_refused_then_upgraded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dict.1");
+        let ts = terms(500);
+        // The version 1 layout, as the previous build wrote it.
+        let mut head = Vec::new();
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&1u32.to_le_bytes());
+        head.extend_from_slice(&(ts.len() as u64).to_le_bytes());
+        let c = crc32c::crc32c(&head);
+        head.extend_from_slice(&c.to_le_bytes());
+        for chunk in ts.chunks(100) {
+            let mut payload = Vec::new();
+            for t in chunk {
+                payload.extend_from_slice(&(t.len() as u32).to_le_bytes());
+                payload.extend_from_slice(t);
+            }
+            let mut h = Vec::new();
+            h.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            h.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
+            let c = crc32c::crc32c_append(crc32c::crc32c(&h), &payload);
+            head.extend_from_slice(&c.to_le_bytes());
+            head.extend_from_slice(&h);
+            head.extend_from_slice(&payload);
+        }
+        std::fs::write(&path, &head).unwrap();
+        let e = DictFile::open(&path, 1 << 20).err().expect("version 1 refused");
+        assert!(matches!(e, RdfError::OldFormat { found: 1, .. }), "{e}");
+        assert!(e.to_string().contains("solidgraph rdf compact"), "{e}");
+        assert!(crate::dict::upgrade(&path).unwrap());
+        assert!(!crate::dict::upgrade(&path).unwrap());
+        let f = DictFile::open(&path, 1 << 20).unwrap();
+        let ask: Vec<&[u8]> = ts.iter().map(Vec::as_slice).collect();
+        let want: Vec<Option<u64>> = (1..=ts.len() as u64).map(Some).collect();
+        assert_eq!(f.lookup(&ask).unwrap(), want);
+    }
+}
