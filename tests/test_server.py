@@ -313,6 +313,93 @@ def test_deadlines(serve, store):
     assert e.value.code in (grpc.StatusCode.CANCELLED, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 
+def test_analytics_equal_the_local_calls(serve, store):
+    srv = serve(store, "--read-only")
+    r, g = srv.connect(), solidgraph.open(store)
+    calls = [
+        ("bfs", (0,), {}),
+        ("bfs", (3,), {"parents": True}),
+        ("bfs", (0,), {"target": 5}),
+        ("wcc", (), {}),
+        ("pagerank", (), {}),
+        ("pagerank", (), {"damping": 0.7, "iterations": 50, "tol": 1e-6}),
+        ("kcore", (), {}),
+        ("sssp", (2,), {}),
+        ("cdlp", (), {"iterations": 4}),
+        ("lcc", (), {}),
+        ("mis", (), {"seed": 3}),
+    ]
+    for name, args, kw in calls:
+        same(getattr(r, name)(*args, **kw), getattr(g, name)(*args, **kw))
+    seen = []
+    r.pagerank(iterations=5, progress=lambda *a: seen.append(a))
+    assert seen and all(p == "pagerank" and d <= t for p, d, t in seen)
+    with pytest.raises(solidgraph.InvalidArgumentError, match="progress must be"):
+        r.wcc(progress="loud")
+    with pytest.raises(solidgraph.InvalidArgumentError, match="iterations"):
+        r.cdlp(iterations=10**6)
+    with pytest.raises(solidgraph.InvalidArgumentError, match="source vertex"):
+        r.bfs(N + 5)
+    with pytest.raises(solidgraph.InvalidArgumentError, match="not a vertex id"):
+        r.sssp(-1)
+
+
+@pytest.fixture(scope="module")
+def big_store(tmp_path_factory):
+    """A graph on which cdlp(iterations=10000) runs for minutes."""
+    n, e = 20000, 300000
+    rng = np.random.default_rng(7)
+    path = tmp_path_factory.mktemp("server-big") / "big"
+    solidgraph.import_graph(path, (rng.integers(0, n, e), rng.integers(0, n, e)), in_edges=True, num_nodes=n)
+    return path
+
+
+def served_promptly(srv, within=20.0):
+    """A one-vertex read on a server with one request slot: it runs only
+    once the slot is free, so it returning means earlier work has stopped."""
+    t0 = time.monotonic()
+    assert len(srv.connect(timeout=within).degree([0])) == 1
+    return time.monotonic() - t0
+
+
+def test_cancelling_analytics_stops_the_servers_work(serve, big_store):
+    srv = serve(big_store, "--read-only", "--max-concurrent", "1")
+    r = srv.connect()
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_first_report(phase, done, total):
+        raise Stop  # the client cancels the call
+
+    with pytest.raises(Stop):
+        r.cdlp(iterations=10000, progress=stop_at_first_report)
+    served_promptly(srv)
+    # A cancelled call from another thread (as a KeyboardInterrupt does).
+    req = pb.AnalyticsRequest(store="big", algorithm="pagerank", iterations=10000)
+    call = r._calls["Analytics"](req)
+    first = next(call)
+    assert first.HasField("progress")
+    call.cancel()
+    served_promptly(srv)
+    # The result of a later call is still right.
+    same(r.wcc(), solidgraph.open(big_store).wcc())
+
+
+def test_analytics_deadline_stops_the_servers_work(serve, big_store):
+    srv = serve(big_store, "--read-only", "--max-concurrent", "1")
+    with pytest.raises(RemoteError) as e:
+        srv.connect(timeout=1.0).cdlp(iterations=10000)
+    assert e.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+    served_promptly(srv)
+    # The server's own limit stops it too, and says so.
+    srv2 = serve(big_store, "--read-only", "--max-concurrent", "1", "--deadline", "1")
+    with pytest.raises(RemoteError) as e:
+        srv2.connect().cdlp(iterations=10000)
+    assert e.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+    served_promptly(srv2)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import sys
+import threading
+import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 import grpc
 import grpc.experimental
@@ -121,6 +124,18 @@ def _assemble(msgs: Iterator[pb.Arrays]) -> Dict[str, np.ndarray]:
     return {name: np.frombuffer(b, dtype=np.dtype(dt).newbyteorder("<")).reshape(shape) for name, (b, dt, shape) in bufs.items()}
 
 
+def _reporter(what: str, progress: Union[bool, Callable[[str, int, int], Any]]) -> Optional[Callable[[str, int, int], Any]]:
+    """The local `progress=` argument: False, True (lines on sys.stderr) or
+    a callable taking (phase, done, total)."""
+    if progress is False:
+        return None
+    if progress is True:
+        return lambda phase, done, total: sys.stderr.write(f"solidgraph {what}: {phase} {done}/{total}\n")
+    if callable(progress):
+        return progress
+    raise InvalidArgumentError("progress must be a bool or a callable taking (phase, done, total)")
+
+
 def _names(tensors: Union[None, str, Sequence[str]]) -> list:
     if tensors is None:
         return []
@@ -213,6 +228,9 @@ class RemoteGraph:
             self._calls[name] = channel.unary_unary(f"/solidgraph.v1.{service}/{name}", request_serializer=lambda m: m.SerializeToString(), response_deserializer=reply.FromString)
         for name in _STREAMS:
             self._calls[name] = channel.unary_stream(f"/solidgraph.v1.Graph/{name}", request_serializer=lambda m: m.SerializeToString(), response_deserializer=pb.Arrays.FromString)
+        self._calls["Analytics"] = channel.unary_stream(
+            "/solidgraph.v1.Graph/Analytics", request_serializer=lambda m: m.SerializeToString(), response_deserializer=pb.AnalyticsReply.FromString
+        )
         if not store:
             names = list(self._unary("ListStores", pb.ListStoresRequest()).names)
             if len(names) != 1:
@@ -358,6 +376,56 @@ class RemoteGraph:
     def random_walks(self, starts: Any, length: int, p: float = 1.0, q: float = 1.0, seed: Optional[int] = None, direction: str = "out") -> np.ndarray:
         req = pb.RandomWalksRequest(store=self._store, starts=_array(starts, "int64", "starts"), length=int(length), p=p, q=q, seed=_seed(seed), direction=direction)
         return self._stream("RandomWalks", req)["walks"]
+
+    # ---- analytics ----------------------------------------------------------
+
+    def _analytics(self, algorithm: str, progress: Any, **args: Any) -> Dict[str, np.ndarray]:
+        """Runs `algorithm` on the server: progress messages go to
+        `progress`, the result arrays are assembled. An exception here (a
+        KeyboardInterrupt, or one the progress callback raises) cancels the
+        call, which stops the server's work."""
+        report = _reporter(algorithm, progress)
+        req = pb.AnalyticsRequest(store=self._store, algorithm=algorithm, **{k: v for k, v in args.items() if v is not None})
+        call = self._calls["Analytics"](req, timeout=self._timeout, metadata=self._meta)
+        results = []
+        try:
+            for m in call:
+                if m.HasField("progress"):
+                    if report is not None:
+                        report(m.progress.phase, m.progress.done, m.progress.total)
+                else:
+                    results.append(m.result)
+        except grpc.RpcError as e:
+            raise _error(e) from None
+        except BaseException:
+            call.cancel()
+            raise
+        return _assemble(iter(results))
+
+    def bfs(self, source: int, target: Optional[int] = None, parents: bool = False, progress: Any = False) -> Any:
+        a = self._analytics("bfs", progress, source=int(source), target=None if target is None else int(target), parents=bool(parents))
+        return (a["levels"], a["parents"]) if parents else a["levels"]
+
+    def wcc(self, progress: Any = False) -> np.ndarray:
+        return self._analytics("wcc", progress)["labels"]
+
+    def pagerank(self, damping: float = 0.85, iterations: int = 20, tol: Optional[float] = None, progress: Any = False) -> np.ndarray:
+        return self._analytics("pagerank", progress, damping=float(damping), iterations=int(iterations), tol=None if tol is None else float(tol))["ranks"]
+
+    def mis(self, seed: int = 0, progress: Any = False) -> np.ndarray:
+        return self._analytics("mis", progress, seed=int(seed))["in_set"]
+
+    def kcore(self, progress: Any = False) -> np.ndarray:
+        return self._analytics("kcore", progress)["core"]
+
+    def sssp(self, source: int, progress: Any = False) -> np.ndarray:
+        return self._analytics("sssp", progress, source=int(source))["dist"]
+
+    def cdlp(self, iterations: int = 10, progress: Any = False) -> np.ndarray:
+        return self._analytics("cdlp", progress, iterations=int(iterations))["labels"]
+
+    def lcc(self, progress: Any = False) -> np.ndarray:
+        return self._analytics("lcc", progress)["lcc"]
 
     # ---- updates ------------------------------------------------------------
 

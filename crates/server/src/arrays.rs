@@ -103,6 +103,21 @@ impl Out {
         self.push(name, "int64", vec![v.len() as u64], b.into());
     }
 
+    pub fn int64_signed(&mut self, name: &str, v: &[i64]) {
+        let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        self.push(name, "int64", vec![v.len() as u64], b.into());
+    }
+
+    pub fn float64(&mut self, name: &str, v: &[f64]) {
+        let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        self.push(name, "float64", vec![v.len() as u64], b.into());
+    }
+
+    pub fn bools(&mut self, name: &str, v: &[bool]) {
+        let b: Vec<u8> = v.iter().map(|&x| x as u8).collect();
+        self.push(name, "bool", vec![v.len() as u64], b.into());
+    }
+
     pub fn int64_2d(&mut self, name: &str, v: &[u64], cols: u64) {
         self.int64(name, v);
         let last = self.arrays.last_mut().expect("just pushed");

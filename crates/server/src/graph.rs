@@ -219,6 +219,11 @@ impl Graph for GraphService {
         .await
     }
 
+    type AnalyticsStream = crate::analytics::AnalyticsStream;
+    async fn analytics(&self, req: Request<AnalyticsRequest>) -> Result<Response<Self::AnalyticsStream>, Status> {
+        crate::analytics::analytics(&self.stores, self.gate.clone(), req).await
+    }
+
     async fn shard_info(&self, _req: Request<ShardInfoRequest>) -> Result<Response<ShardInfoReply>, Status> {
         self.shard_info_impl().await
     }

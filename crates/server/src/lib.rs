@@ -7,6 +7,7 @@
 //! call passes bearer-token auth (`auth`) and the limits (`limits`), and is
 //! counted in the Prometheus metrics (`telemetry`).
 
+mod analytics;
 pub mod arrays;
 pub mod auth;
 mod errors;

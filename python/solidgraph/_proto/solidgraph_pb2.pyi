@@ -176,6 +176,46 @@ class RandomWalksRequest(_message.Message):
     direction: str
     def __init__(self, store: _Optional[str] = ..., starts: _Optional[_Union[Array, _Mapping]] = ..., length: _Optional[int] = ..., p: _Optional[float] = ..., q: _Optional[float] = ..., seed: _Optional[int] = ..., direction: _Optional[str] = ...) -> None: ...
 
+class AnalyticsRequest(_message.Message):
+    __slots__ = ("store", "algorithm", "source", "target", "parents", "damping", "iterations", "tol", "seed")
+    STORE_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    PARENTS_FIELD_NUMBER: _ClassVar[int]
+    DAMPING_FIELD_NUMBER: _ClassVar[int]
+    ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    TOL_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    store: str
+    algorithm: str
+    source: int
+    target: int
+    parents: bool
+    damping: float
+    iterations: int
+    tol: float
+    seed: int
+    def __init__(self, store: _Optional[str] = ..., algorithm: _Optional[str] = ..., source: _Optional[int] = ..., target: _Optional[int] = ..., parents: _Optional[bool] = ..., damping: _Optional[float] = ..., iterations: _Optional[int] = ..., tol: _Optional[float] = ..., seed: _Optional[int] = ...) -> None: ...
+
+class AnalyticsProgress(_message.Message):
+    __slots__ = ("phase", "done", "total")
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    phase: str
+    done: int
+    total: int
+    def __init__(self, phase: _Optional[str] = ..., done: _Optional[int] = ..., total: _Optional[int] = ...) -> None: ...
+
+class AnalyticsReply(_message.Message):
+    __slots__ = ("progress", "result")
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    progress: AnalyticsProgress
+    result: Arrays
+    def __init__(self, progress: _Optional[_Union[AnalyticsProgress, _Mapping]] = ..., result: _Optional[_Union[Arrays, _Mapping]] = ...) -> None: ...
+
 class AddVerticesRequest(_message.Message):
     __slots__ = ("store", "count", "tensors", "nosync")
     class TensorsEntry(_message.Message):
