@@ -80,7 +80,8 @@ def launch(a, argv) -> int:
         for k in range(a.parts):
             d = shard_dir / f"shard-{k}"
             stores = sorted(str(p) for p in d.glob("adj-*")) + [str(d / "rows")]
-            proc = subprocess.Popen([a.bin, "serve", *stores, "--read-only", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
+            env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn"))
+            proc = subprocess.Popen([a.bin, "serve", *stores, "--read-only", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True, env=env)
             servers.append(proc)
             line = proc.stdout.readline()
             if not line.startswith("listening on "):
@@ -190,7 +191,7 @@ def train(a) -> int:
             loss = F.cross_entropy(model(x, edge_index)[:b], y[:b])
             loss.backward()
             opt.step()
-            total += float(loss)
+            total += loss.item()
             done += 1
             last = i + 1 == len(batches)
             if a.checkpoint and ((i + 1) % a.checkpoint_every == 0 or last):

@@ -268,9 +268,19 @@ def test_ddp_training_resumes_to_the_same_model(tmp_path, cluster):
     full = torchrun(*common, "--checkpoint", tmp_path / "a.ck", "--save-model", tmp_path / "full.pt")
     assert full.returncode == 0, full.stderr[-3000:]
     assert "epoch 1:" in full.stdout
-    stopped = torchrun(*common, "--checkpoint", tmp_path / "b.ck", "--stop-after", 6)
+    # The stopped run's shard 1 is killed; the resumed run gets a new server for it.
+    def shard_list(one):
+        return ["--shards", ",".join(one.addr if k == 1 else s.addr for k, s in enumerate(servers))]
+
+    first = Server(*shard_stores(out, 1))
+    stopped = torchrun(*common, *shard_list(first), "--checkpoint", tmp_path / "b.ck", "--stop-after", 6)
+    first.stop(signal.SIGKILL)
     assert stopped.returncode != 0 and "stopping after 6 batches" in stopped.stdout, stopped.stderr[-3000:]
-    resumed = torchrun(*common, "--checkpoint", tmp_path / "b.ck", "--save-model", tmp_path / "resumed.pt")
+    second = Server(*shard_stores(out, 1))
+    try:
+        resumed = torchrun(*common, *shard_list(second), "--checkpoint", tmp_path / "b.ck", "--save-model", tmp_path / "resumed.pt")
+    finally:
+        second.stop(signal.SIGKILL)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resumed from" in resumed.stdout and "epoch 1, batch 2" in resumed.stdout
     a, b = torch.load(tmp_path / "full.pt"), torch.load(tmp_path / "resumed.pt")
