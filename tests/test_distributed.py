@@ -113,6 +113,12 @@ def test_samples_and_features_equal_the_single_store(cluster):
     ids = np.r_[np.arange(0, N, 7), [0, 0, 3]]
     for t in ("x", "y"):
         np.testing.assert_array_equal(d.tensor(t, ids), g.tensor(t, ids))
+    for direction in ("out", "in"):
+        for got, want in zip(d.neighbors(ids, direction, with_weights=True), g.neighbors(ids, direction, with_weights=True)):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(d.degree(ids, direction), g.degree(ids, direction))
+    np.testing.assert_array_equal(d.neighbors([])[0], [0])
     cases = [("in", False, False), ("out", False, False), ("in", True, False), ("out", False, True), ("in", True, True)]
     for seed, (direction, replace, weighted) in enumerate(cases):
         kw = dict(fanouts=[5, 3], direction=direction, replace=replace, weighted=weighted, seed=seed, tensors=["x", "y"])
@@ -135,7 +141,7 @@ def test_samples_and_features_equal_the_single_store(cluster):
 
 def test_neighbor_loader_runs_over_the_shards(cluster):
     torch_mod = pytest.importorskip("solidgraph.torch")
-    pytest.importorskip("torch")
+    torch = pytest.importorskip("torch")
     store, out, servers, _ = cluster
     d = distributed.connect([s.addr for s in servers], book=out / "book.sgb", timeout=10)
     g = solidgraph.open(store)
@@ -146,6 +152,20 @@ def test_neighbor_loader_runs_over_the_shards(cluster):
     for a, b in zip(remote, local):
         for k in ("x", "y", "edge_index", "n_id", "e_id", "input_id"):
             assert (getattr(a, k) == getattr(b, k)).all(), k
+    # PyG's NodeLoader over the PyG backend: the same batches as the local graph's.
+    pyg = pytest.importorskip("solidgraph.pyg")
+    from torch_geometric.loader import NodeLoader
+
+    def batches(graph):
+        data = (pyg.FeatureStore(graph, ["x"]), pyg.GraphStore(graph))
+        return list(NodeLoader(data, pyg.NeighborSampler(data, [4, 3], seed=7), input_nodes=torch.arange(100), batch_size=50))
+
+    for a, b in zip(batches(d), batches(g)):
+        for k in ("x", "edge_index", "n_id", "e_id"):
+            assert (getattr(a, k) == getattr(b, k)).all(), k
+    csr = pyg.GraphStore(d).get_edge_index(edge_type=None, layout="csr")
+    want = pyg.GraphStore(g).get_edge_index(edge_type=None, layout="csr")
+    assert all((x == y).all() for x, y in zip(csr, want))
     d.close()
 
 

@@ -117,7 +117,10 @@ class _Shard:
         info = ch.unary_unary("/solidgraph.v1.Graph/ShardInfo", request_serializer=ser, response_deserializer=pb.ShardInfoReply.FromString)
         self._sample = ch.unary_stream("/solidgraph.v1.Graph/ShardSample", request_serializer=ser, response_deserializer=pb.Arrays.FromString)
         self._meta, self._timeout = meta, self.remote._timeout
-        self._tensor = ch.unary_stream("/solidgraph.v1.Graph/Tensor", request_serializer=ser, response_deserializer=pb.Arrays.FromString)
+        self._streams = {
+            name: ch.unary_stream(f"/solidgraph.v1.Graph/{name}", request_serializer=ser, response_deserializer=pb.Arrays.FromString)
+            for name in ("Tensor", "Neighbors", "Degree")
+        }
         # Protobuf bytes sent and received (HTTP/2 framing aside).
         self.sent = self.received = 0
         self._lock = threading.Lock()
@@ -148,7 +151,46 @@ class _Shard:
         return self._call(self._sample, req)
 
     def tensor(self, name: str, local: np.ndarray) -> np.ndarray:
-        return self._call(self._tensor, pb.TensorRequest(store="rows", name=name, ids=_array(local, "int64", "ids")))["rows"]
+        return self._call(self._streams["Tensor"], pb.TensorRequest(store="rows", name=name, ids=_array(local, "int64", "ids")))["rows"]
+
+    def adjacency(self, direction: str) -> str:
+        """The store holding `direction`'s lists (in-lists are stored as
+        the out-lists of adj-in; an undirected graph's serve both)."""
+        if direction == "out" or (direction == "in" and self.info.undirected):
+            return "adj-out"
+        if direction == "in" and "in" in self.info.directions:
+            return "adj-in"
+        if direction == "in":
+            raise InvalidArgumentError('direction "in" needs in-edges: the partitioned store has none (import it with in_edges=True)')
+        raise InvalidArgumentError(f'direction must be "out" or "in", not {direction!r}')
+
+    def neighbors(self, ids: np.ndarray, direction: str, with_weights: bool, with_labels: bool) -> Dict[str, np.ndarray]:
+        req = pb.NeighborsRequest(store=self.adjacency(direction), ids=_array(ids, "int64", "ids"), direction="out", with_weights=with_weights, with_labels=with_labels)
+        return self._call(self._streams["Neighbors"], req)
+
+    def degree(self, ids: np.ndarray, direction: str) -> np.ndarray:
+        req = pb.DegreeRequest(store=self.adjacency(direction), ids=_array(ids, "int64", "ids"), direction="out")
+        return self._call(self._streams["Degree"], req)["degree"]
+
+
+def _scatter(n: int, parts: list, dtypes: list) -> Tuple[np.ndarray, np.ndarray, List[np.ndarray]]:
+    """Per-vertex runs from the shards back in request order: `parts` holds
+    (positions, count per position, [arrays of the runs, position after
+    position]); returns the counts, their offsets (n + 1) and the arrays."""
+    count = np.zeros(n, dtype=np.int64)
+    for at, c, _ in parts:
+        count[at] = c
+    start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(count, out=start[1:])
+    out = [np.empty(int(start[-1]), dtype=d) for d in dtypes]
+    for at, c, arrays in parts:
+        c = np.asarray(c, dtype=np.int64)
+        first = np.zeros(len(c), dtype=np.int64)
+        np.cumsum(c[:-1], out=first[1:])
+        pos = np.repeat(start[at] - first, c) + np.arange(int(c.sum()), dtype=np.int64)
+        for o, a in zip(out, arrays):
+            o[pos] = a
+    return count, start, out
 
 
 class DistGraph:
@@ -253,6 +295,27 @@ class DistGraph:
             out[at] = rows.reshape(out[at].shape)
         return out
 
+    def neighbors(self, ids: Any, direction: str = "out", with_weights: bool = False, with_labels: bool = False) -> tuple:
+        """(indptr, indices[, weights][, labels]) of `ids`' lists, read
+        from their owners, as the local Graph gives them."""
+        ids = self._ids(ids, "ids")
+        self._shards[0].adjacency(direction)  # a bad direction fails before any call
+        owner = self.book.shard[ids]
+        got = self._on_shards(owner, lambda k, at: (at, self._shards[k].neighbors(ids[at], direction, with_weights, with_labels)))
+        parts = [(at, np.diff(a["indptr"]), a) for at, a in got.values()]
+        names = ["indices"] + (["weights"] if with_weights else []) + (["labels"] if with_labels else [])
+        dtypes = {"indices": np.int64, "weights": np.float32, "labels": np.uint32}
+        count, start, arrays = _scatter(len(ids), [(at, c, [a[n] for n in names]) for at, c, a in parts], [dtypes[n] for n in names])
+        return (start, *arrays)
+
+    def degree(self, ids: Any, direction: str = "out") -> np.ndarray:
+        ids = self._ids(ids, "ids")
+        self._shards[0].adjacency(direction)
+        out = np.zeros(len(ids), dtype=np.int64)
+        for at, d in self._on_shards(self.book.shard[ids], lambda k, at: (at, self._shards[k].degree(ids[at], direction))).values():
+            out[at] = d
+        return out
+
     def _draw(self, frontier: np.ndarray, seed: int, hop: int, fanout: int, replace: bool, weighted: bool, direction: str):
         """One hop's draws for `frontier`: per vertex its count, then the
         neighbors and edge ids, vertex after vertex in frontier order."""
@@ -275,20 +338,7 @@ class DistGraph:
             return at, a["count"], a["ids"], a["edge"]
 
         got = self._on_shards(owner, call)
-        count = np.zeros(len(frontier), dtype=np.int64)
-        for at, c, _, _ in got.values():
-            count[at] = c
-        start = np.zeros(len(frontier) + 1, dtype=np.int64)
-        np.cumsum(count, out=start[1:])
-        nbr = np.empty(int(start[-1]), dtype=np.int64)
-        edge = np.empty(int(start[-1]), dtype=np.int64)
-        for at, c, ids, e in got.values():
-            c = c.astype(np.int64)
-            first = np.zeros(len(c), dtype=np.int64)
-            np.cumsum(c[:-1], out=first[1:])
-            pos = np.repeat(start[at] - first, c) + np.arange(len(ids), dtype=np.int64)
-            nbr[pos] = ids
-            edge[pos] = e
+        count, _, (nbr, edge) = _scatter(len(frontier), [(at, c, [ids, e]) for at, c, ids, e in got.values()], [np.int64, np.int64])
         return count, nbr, edge
 
     def _sample(
@@ -377,10 +427,12 @@ class DistGraph:
         prefetch: int = 4,
         max_fanout: int = 10000,
         lookahead: int = 32,
+        buffer_bytes: Optional[int] = None,
     ) -> _Loader:
         """The local sample_loader's batches (batch i drawn with
-        `batch_seed(seed, i)`), `prefetch` of them in flight."""
-        del lookahead
+        `batch_seed(seed, i)`), `prefetch` of them in flight. `lookahead`
+        and `buffer_bytes` tune the local engine's loader and are ignored."""
+        del lookahead, buffer_bytes
         req = dict(fanouts=list(fanouts), replace=replace, weighted=weighted, direction=direction, seed=_seed(seed), tensors=_names(tensors), max_fanout=max_fanout)
         return _Loader(self, [np.asarray(b) for b in batches], req, workers, prefetch)  # type: ignore[arg-type]
 
