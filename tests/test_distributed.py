@@ -307,3 +307,73 @@ def test_ddp_training_resumes_to_the_same_model(tmp_path, cluster):
     assert a.keys() == b.keys()
     for k in a:
         assert torch.equal(a[k], b[k]), k
+
+
+def _ip(*args, ns=None):
+    cmd = (["ip", "netns", "exec", ns] if ns else []) + ["ip", *args]
+    subprocess.run(cmd, check=True, capture_output=True)
+
+
+@pytest.fixture
+def namespaces():
+    """Up to 4 network namespaces, each joined to this one by a veth pair
+    (root only): yields make(k) -> (namespace, server address in it)."""
+    if os.geteuid() != 0 or subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
+        pytest.skip("network namespaces need root and iproute2")
+    tag = f"sgd{os.getpid() % 100000}"
+    made = []
+
+    def make(k):
+        ns, host, peer = f"{tag}-{k}", f"{tag}h{k}", f"{tag}n{k}"
+        _ip("netns", "add", ns)
+        made.append((ns, host))
+        _ip("link", "add", host, "type", "veth", "peer", "name", peer)
+        _ip("link", "set", peer, "netns", ns)
+        _ip("addr", "add", f"10.78.{k}.1/24", "dev", host)
+        _ip("link", "set", host, "up")
+        _ip("addr", "add", f"10.78.{k}.2/24", "dev", peer, ns=ns)
+        _ip("link", "set", peer, "up", ns=ns)
+        _ip("link", "set", "lo", "up", ns=ns)
+        return ns, host
+
+    yield make
+    for ns, host in made:
+        subprocess.run(["ip", "link", "del", host], capture_output=True)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def test_shards_in_their_own_network_namespaces(tmp_path, cluster, namespaces):
+    """Each shard server in its own network namespace behind a veth pair:
+    samples equal the single store's; a shard whose link goes down is a
+    ShardError naming it at the deadline, not a hang."""
+    store, out, _, _ = cluster
+    (tmp_path / "tokens").write_text("shard-token read\n")
+    procs, addrs, links = [], [], []
+    try:
+        for k in range(K):
+            ns, host = namespaces(k)
+            cmd = ["ip", "netns", "exec", ns, BIN, "serve", *map(str, shard_stores(out, k)), "--read-only"]
+            cmd += ["--tokens", str(tmp_path / "tokens"), "--listen", f"10.78.{k}.2:0"]
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            procs.append(p)
+            line = p.stdout.readline()
+            assert line.startswith("listening on "), line
+            addrs.append(line.split()[-1])
+            links.append(host)
+        d = distributed.connect(addrs, book=out / "book.sgb", token="shard-token", timeout=3)
+        g = solidgraph.open(store)
+        ids = np.arange(0, N, 3)
+        kw = dict(fanouts=[5, 3], seed=4, tensors=["x"])
+        same_sample(d.sample_neighbors(ids, **kw), g.sample_neighbors(ids, **kw))
+        _ip("link", "set", links[2], "down")
+        t0 = time.monotonic()
+        with pytest.raises(ShardError, match=f"shard 2 at {addrs[2]}") as e:
+            d.sample_neighbors(ids, **kw)
+        assert e.value.code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
+        assert time.monotonic() - t0 < 10
+        d.close()
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(30)
+            p.stdout.close()
