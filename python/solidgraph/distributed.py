@@ -66,10 +66,12 @@ class Book:
         self.source_id = source_id
         self.id = f"{book_id:016x}"
         self.shard = shard
+        # Rank within the shard: a stable sort by shard keeps id order.
+        order = np.argsort(shard, kind="stable")
+        first = np.zeros(parts + 1, dtype=np.int64)
+        np.cumsum(np.bincount(shard, minlength=parts), out=first[1:])
         self.local = np.empty(len(shard), dtype=np.int64)
-        for k in range(parts):
-            at = np.flatnonzero(shard == k)
-            self.local[at] = np.arange(len(at), dtype=np.int64)
+        self.local[order] = np.arange(len(shard), dtype=np.int64) - first[shard[order]]
 
     @property
     def num_nodes(self) -> int:
