@@ -49,13 +49,17 @@ def _metis_args(argv: List[str], tmp: str) -> Optional[List[str]]:
     s, t = np.concatenate(src), np.concatenate(dst)
     # METIS takes a simple undirected graph: both directions, no loops, no repeats.
     keep = s != t
-    pairs = np.unique(np.stack([np.r_[s[keep], t[keep]], np.r_[t[keep], s[keep]]]), axis=1)
-    xadj = np.zeros(g.num_nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(pairs[0], minlength=g.num_nodes), out=xadj[1:])
+    n = g.num_nodes
+    if n > 3_000_000_000:
+        raise SystemExit(f"error: --method metis takes graphs of up to 3e9 vertices (pair keys are int64), not {n}")
+    # One int64 key per directed pair (sorted by source, then target).
+    key = np.unique(np.r_[s[keep] * n + t[keep], t[keep] * n + s[keep]])
+    xadj = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(key // n, minlength=n), out=xadj[1:])
     if parts == 1:
-        member = np.zeros(g.num_nodes, dtype=np.int64)
+        member = np.zeros(n, dtype=np.int64)
     else:
-        _, member = pymetis.part_graph(parts, adjacency=pymetis.CSRAdjacency(xadj, pairs[1]))
+        _, member = pymetis.part_graph(parts, adjacency=pymetis.CSRAdjacency(xadj, key % n))
     path = os.path.join(tmp, "metis.npy")
     np.save(path, np.asarray(member, dtype=np.int64))
     return rest + ["--assignment", path]
