@@ -9,12 +9,20 @@
 //! Pages are `Arc<[u8]>`: a caller holding one pins it, and eviction skips
 //! pinned pages. A batch looks up all its pages under one lock, loads every
 //! miss in one batch outside the lock, then inserts them under one lock.
+//!
+//! When the budget holds a whole direction, whole-graph passes keep it as an
+//! `Image` instead: one buffer in page order, each page filled as a pass
+//! reads it straight from the volume, so a pass that reads every page once
+//! pays a copy per page, not an insert and an eviction, and later passes
+//! find their pages by position, without a lock or a lookup per page.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
+use std::sync::{Arc, Mutex, RwLock};
 
 use rustc_hash::FxHashMap;
-use solidgraph_io::sync::MutexExt;
+use solidgraph_io::sync::{MutexExt, RwLockExt};
 
 use crate::doorkeeper::Doorkeeper;
 use crate::error::Result;
@@ -155,6 +163,118 @@ pub struct CacheStats {
     pub budget: u64,
 }
 
+/// A page of an `Image`: not read yet, read once, being copied in, or
+/// readable.
+const EMPTY: u8 = 0;
+const SEEN: u8 = 1;
+const FILLING: u8 = 2;
+const FILLED: u8 = 3;
+
+/// A direction's adjacency pages of one epoch, held in one buffer in page
+/// order (`PageCache::image_for`). A page is copied in the second time a
+/// pass reads it from the volume (already checked), and never changes
+/// after: the first touch of fresh memory costs more than reading the page
+/// (docs/PERFORMANCE.md), so a single pass, which reads each page once,
+/// runs as it would with no cache.
+pub(crate) struct Image {
+    key: ImageKey,
+    /// Page numbers, sorted and distinct; page `pages[i]` is slot i.
+    pages: Vec<u64>,
+    state: Vec<AtomicU8>,
+    data: Box<[UnsafeCell<MaybeUninit<u8>>]>,
+    page_size: usize,
+}
+
+// SAFETY: a slot's bytes are written by the one thread that moved its state
+// from EMPTY to FILLING, and read only once it is FILLED (release/acquire).
+unsafe impl Sync for Image {}
+
+impl Image {
+    fn new(key: ImageKey, pages: Vec<u64>, page_size: usize) -> Image {
+        debug_assert!(pages.windows(2).all(|w| w[0] < w[1]));
+        let mut data = Vec::with_capacity(pages.len() * page_size);
+        crate::mem::advise_huge(&data);
+        // SAFETY: MaybeUninit needs no initialisation; the pages stay
+        // untouched (and unbacked) until a pass fills them.
+        unsafe { data.set_len(pages.len() * page_size) };
+        let data: Vec<UnsafeCell<MaybeUninit<u8>>> = data;
+        let state = pages.iter().map(|_| AtomicU8::new(EMPTY)).collect();
+        Image { key, pages, state, data: data.into_boxed_slice(), page_size }
+    }
+
+    /// Budget bytes the image takes: its pages and their bookkeeping.
+    fn bytes(&self) -> usize {
+        image_bytes(self.pages.len(), self.page_size)
+    }
+
+    /// The slot of each page, None if one is not in the image.
+    fn slots(&self, pages: &[u64]) -> Option<Vec<u32>> {
+        let mut at = Vec::with_capacity(pages.len());
+        let mut guess = 0;
+        for &p in pages {
+            // Passes ask for runs of consecutive slots.
+            let i = if self.pages.get(guess) == Some(&p) { guess } else { self.pages.binary_search(&p).ok()? };
+            at.push(i as u32);
+            guess = i + 1;
+        }
+        Some(at)
+    }
+
+    fn filled(&self, slot: u32) -> bool {
+        self.state[slot as usize].load(Acquire) == FILLED
+    }
+
+    /// The page in `slot`, which must be filled.
+    pub fn page(&self, slot: u32) -> &[u8] {
+        assert!(self.filled(slot), "image slot {slot} read before it was filled");
+        let at = slot as usize * self.page_size;
+        let cells = &self.data[at..at + self.page_size];
+        // SAFETY: the slot is filled (its bytes initialised and never
+        // written again); UnsafeCell<MaybeUninit<u8>> has u8's layout.
+        unsafe { std::slice::from_raw_parts(cells.as_ptr().cast::<u8>(), self.page_size) }
+    }
+
+    /// Marks `slot` seen on its first read; copies `page` in on its second
+    /// (unless another thread is at it).
+    fn fill(&self, slot: u32, page: &[u8]) {
+        assert_eq!(page.len(), self.page_size);
+        let state = &self.state[slot as usize];
+        if state.compare_exchange(EMPTY, SEEN, Relaxed, Relaxed).is_ok() || state.compare_exchange(SEEN, FILLING, Relaxed, Relaxed).is_err() {
+            return;
+        }
+        let at = slot as usize * self.page_size;
+        // SAFETY: this thread alone moved the slot to FILLING, so nobody
+        // reads or writes these bytes until the release below.
+        unsafe { std::ptr::copy_nonoverlapping(page.as_ptr(), self.data[at].get().cast::<u8>(), self.page_size) };
+        self.state[slot as usize].store(FILLED, Release);
+    }
+}
+
+/// Which direction an image holds: the base's epoch, the direction's
+/// first page in its translation table and its number of pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ImageKey {
+    pub epoch: u64,
+    pub first: u64,
+    pub pages: usize,
+}
+
+/// Budget bytes of an image of `pages` pages.
+pub(crate) fn image_bytes(pages: usize, page_size: usize) -> usize {
+    pages * (page_size + size_of::<u64>() + 1)
+}
+
+/// How a batch's pages stand against the images.
+pub(crate) enum Resident {
+    /// Every page is in one image and filled: read them there.
+    Filled(Arc<Image>, Vec<u32>),
+    /// Every page is in one image, some not filled yet: read them from the
+    /// volume, then `fill` the image.
+    Unfilled(Arc<Image>, Vec<u32>),
+    /// Not in an image: the page cache proper.
+    No,
+}
+
 pub struct PageCache {
     budget: usize,
     page_size: usize,
@@ -166,6 +286,12 @@ pub struct PageCache {
     misses: AtomicU64,
     evictions: AtomicU64,
     hand_steps: AtomicU64,
+    /// Whole directions held for passes (at most a few: out, in, lower).
+    images: RwLock<Vec<Arc<Image>>>,
+    /// Their `Image::bytes`, charged to the budget.
+    image_bytes: AtomicUsize,
+    /// Directions the budget did not hold besides the other images.
+    refused: Mutex<Vec<ImageKey>>,
 }
 
 impl PageCache {
@@ -182,12 +308,80 @@ impl PageCache {
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             hand_steps: AtomicU64::new(0),
+            images: RwLock::new(Vec::new()),
+            image_bytes: AtomicUsize::new(0),
+            refused: Mutex::new(Vec::new()),
         }
     }
 
-    /// Bytes the entries may take: the budget less the doorkeeper's.
+    /// Bytes the entries may take: the budget less the doorkeeper's and
+    /// the images'.
     fn entry_budget(&self) -> usize {
-        self.budget.saturating_sub(self.door_bytes)
+        self.budget.saturating_sub(self.door_bytes + self.image_bytes.load(Relaxed))
+    }
+
+    /// Makes sure an image of `pages` (a direction's, sorted and distinct)
+    /// of `epoch` exists, if the budget holds it besides the images of the
+    /// same epoch; images of other epochs are dropped first. Entries of the
+    /// page cache proper make room (they would hold the same pages).
+    /// `key` names the direction (and epoch): a pass asks once per range,
+    /// and `pages` is built only when no image or refusal has that key.
+    pub(crate) fn image_for(&self, key: ImageKey, pages: impl FnOnce() -> Vec<u64>) {
+        let have = |imgs: &[Arc<Image>]| imgs.iter().any(|i| i.key == key);
+        if have(&self.images.read_locked()) || self.refused.locked().contains(&key) {
+            return;
+        }
+        let mut imgs = self.images.write_locked();
+        if have(&imgs) {
+            return;
+        }
+        imgs.retain(|i| i.key.epoch == key.epoch);
+        let held: usize = imgs.iter().map(|i| i.bytes()).sum();
+        let want = image_bytes(key.pages, self.page_size);
+        if held + want + self.door_bytes > self.budget {
+            self.image_bytes.store(held, Relaxed);
+            let mut refused = self.refused.locked();
+            refused.retain(|k| k.epoch == key.epoch);
+            refused.push(key);
+            return;
+        }
+        let pages = pages();
+        assert!(pages.len() <= key.pages, "an image of {} pages for a direction of {}", pages.len(), key.pages);
+        imgs.push(Arc::new(Image::new(key, pages, self.page_size)));
+        self.image_bytes.store(held + want, Relaxed);
+        // The entries' budget shrank: start the page cache proper afresh
+        // (pinned pages live on with their holders).
+        *self.inner.locked() = Sieve::new(self.entry_budget() / charge(self.page_size));
+    }
+
+    /// Where `pages` stand against the images (`Resident`).
+    pub(crate) fn resident(&self, pages: &[u64]) -> Resident {
+        if pages.is_empty() || self.image_bytes.load(Relaxed) == 0 {
+            return Resident::No;
+        }
+        let imgs = self.images.read_locked();
+        for img in imgs.iter() {
+            if let Some(at) = img.slots(pages) {
+                let img = img.clone();
+                let filled = at.iter().all(|&s| img.filled(s));
+                if filled {
+                    self.hits.fetch_add(pages.len() as u64, Relaxed);
+                    return Resident::Filled(img, at);
+                }
+                return Resident::Unfilled(img, at);
+            }
+        }
+        Resident::No
+    }
+
+    /// Copies pages read from the volume into their image's slots.
+    pub(crate) fn fill<'p>(&self, img: &Image, at: &[u32], page: impl Fn(usize) -> &'p [u8]) {
+        for (k, &slot) in at.iter().enumerate() {
+            if !img.filled(slot) {
+                img.fill(slot, page(k));
+            }
+        }
+        self.misses.fetch_add(at.len() as u64, Relaxed);
     }
 
     /// Returns the pages in request order. `load` gets the distinct missing
@@ -275,7 +469,7 @@ impl PageCache {
             misses: self.misses.load(Relaxed),
             evictions: self.evictions.load(Relaxed),
             hand_steps: self.hand_steps.load(Relaxed),
-            bytes: (self.inner.locked().bytes + self.door_bytes) as u64,
+            bytes: (self.inner.locked().bytes + self.door_bytes + self.image_bytes.load(Relaxed)) as u64,
             budget: self.budget as u64,
         }
     }
@@ -289,14 +483,24 @@ impl PageCache {
 
     /// Forgets `pages` (their page numbers are about to hold new contents).
     pub fn invalidate(&self, pages: &[u64]) {
+        {
+            let mut imgs = self.images.write_locked();
+            imgs.retain(|i| !pages.iter().any(|p| i.pages.binary_search(p).is_ok()));
+            self.image_bytes.store(imgs.iter().map(|i| i.bytes()).sum(), Relaxed);
+        }
         let mut s = self.inner.locked();
         for &p in pages {
             s.remove(p);
         }
     }
 
-    /// Drops every unpinned page (benchmarks start cold with this).
+    /// Drops every unpinned page and every image (benchmarks start cold
+    /// with this).
     pub fn clear(&self) {
+        let mut imgs = self.images.write_locked();
+        imgs.clear();
+        self.image_bytes.store(0, Relaxed);
+        self.refused.locked().clear();
         let mut s = self.inner.locked();
         *s = Sieve::new(self.budget / charge(self.page_size));
     }
@@ -356,6 +560,31 @@ mod tests {
         c.reset_stats();
         c.get_many(&[1, 2, 3], load).unwrap();
         assert_eq!(c.stats().misses, 0, "the evicted page did not come back on its first miss");
+    }
+
+    #[test]
+    fn an_image_fills_on_second_read_and_charges_the_budget() {
+        let ps = 16;
+        let c = PageCache::new(8 * image_bytes(4, ps) + Doorkeeper::bytes_for(8), ps);
+        let key = ImageKey { epoch: 1, first: 10, pages: 4 };
+        c.image_for(key, || vec![10, 11, 12, 13]);
+        assert_eq!(c.image_bytes.load(Relaxed), image_bytes(4, ps));
+        assert!(matches!(c.resident(&[5]), Resident::No), "a page outside the image");
+        for read in 1..=2 {
+            let Resident::Unfilled(img, at) = c.resident(&[11, 12]) else { panic!("read {read}: pages should be unfilled") };
+            assert_eq!(at, [1, 2]);
+            c.fill(&img, &at, |k| if k == 0 { &[11u8; 16][..] } else { &[12u8; 16][..] });
+        }
+        let Resident::Filled(img, at) = c.resident(&[12, 11]) else { panic!("pages read twice should be filled") };
+        assert_eq!((img.page(at[0])[0], img.page(at[1])[0]), (12, 11));
+        assert!(matches!(c.resident(&[11, 13]), Resident::Unfilled(..)), "a page read never is not filled");
+        // A direction too large for what is left is refused, and nothing changes.
+        c.image_for(ImageKey { epoch: 1, first: 20, pages: 1000 }, || (20..1020).collect());
+        assert_eq!(c.image_bytes.load(Relaxed), image_bytes(4, ps));
+        // An image holding a page that gets new contents is dropped.
+        c.invalidate(&[13]);
+        assert!(matches!(c.resident(&[11]), Resident::No));
+        assert_eq!(c.image_bytes.load(Relaxed), 0);
     }
 
     #[test]

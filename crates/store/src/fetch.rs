@@ -7,7 +7,7 @@ use std::sync::Arc;
 use solidgraph_io::{Pages, Volume};
 
 use crate::adjacency::{EdgeFormat, SKIP};
-use crate::cache::{PageCache, PageRef};
+use crate::cache::{Image, PageCache, PageRef, Resident};
 use crate::error::Result;
 use crate::page::{self, Kind};
 
@@ -18,6 +18,8 @@ pub(crate) enum Fetched {
     Cached { refs: Vec<PageRef>, page_size: usize },
     /// In the buffers of one volume read; `at[k]`: the slot of page k.
     Direct { got: Pages, at: Vec<u32> },
+    /// In a direction's image; `at[k]`: the slot of page k.
+    Image { img: Arc<Image>, at: Vec<u32> },
 }
 
 impl Fetched {
@@ -26,6 +28,7 @@ impl Fetched {
         match self {
             Fetched::Cached { refs, page_size } => &refs[k][..*page_size],
             Fetched::Direct { got, at } => got.page(at[k] as usize),
+            Fetched::Image { img, at } => img.page(at[k]),
         }
     }
 
@@ -33,7 +36,7 @@ impl Fetched {
     pub fn skips(&self, k: usize) -> &[u8] {
         match self {
             Fetched::Cached { refs, page_size } => &refs[k][*page_size..],
-            Fetched::Direct { .. } => &[],
+            Fetched::Direct { .. } | Fetched::Image { .. } => &[],
         }
     }
 }
@@ -51,9 +54,21 @@ impl Fetcher<'_> {
     }
 
     /// `pages` through the cache when `cached`, else straight from the
-    /// volume.
+    /// volume. Cached pages of a direction's image come from it, read
+    /// straight from the volume and copied in if they are not there yet.
     pub fn fetch(&self, fmt: EdgeFormat, pages: &[u64], cached: bool) -> Result<Fetched> {
-        if cached { self.cached(fmt, pages) } else { self.direct(pages) }
+        if !cached {
+            return self.direct(pages);
+        }
+        match self.cache.resident(pages) {
+            Resident::Filled(img, at) => Ok(Fetched::Image { img, at }),
+            Resident::Unfilled(img, at) => {
+                let got = self.direct(pages)?;
+                self.cache.fill(&img, &at, |k| got.page(k));
+                Ok(got)
+            }
+            Resident::No => self.cached(fmt, pages),
+        }
     }
 
     /// Fetches pages through the cache; misses are read in one batch and

@@ -5,7 +5,8 @@
 
 use solidgraph_io::sync::RwLockExt;
 
-use crate::base::{Direction, load_table};
+use crate::base::{Base, Direction, load_table};
+use crate::cache::{ImageKey, image_bytes};
 use crate::error::{Result, StoreError};
 use crate::planner::{Csr, Planned};
 use crate::scan::{self, ChunkLimit, RangePages};
@@ -195,7 +196,32 @@ impl Store {
         if !self.delta.read_locked().is_empty() {
             return Ok(None);
         }
+        if cached {
+            self.hold_whole(&base, dir)?;
+        }
         RangePages::read(self.fetcher(), base, dir, lo, hi, cached).map(Some)
+    }
+
+    /// A pass through the cache reads whole ranges: the cache keeps the
+    /// direction as an image if its budget holds it (`cache::Image`), so
+    /// that every pass after the first reads memory by position.
+    fn hold_whole(&self, base: &Base, dir: Direction) -> Result<()> {
+        let gtt = base.gtt(dir)?;
+        let cache = self.fetcher().cache;
+        if cache.budget() < image_bytes(gtt.len(), self.volume().page_size()) {
+            return Ok(());
+        }
+        if gtt.is_empty() {
+            return Ok(());
+        }
+        let key = ImageKey { epoch: base.sb.epoch, first: gtt.page(0), pages: gtt.len() };
+        cache.image_for(key, || {
+            let mut pages: Vec<u64> = (0..gtt.len()).map(|i| gtt.page(i)).collect();
+            pages.sort_unstable();
+            pages.dedup();
+            pages
+        });
+        Ok(())
     }
 
     /// Gathers rows `ids` of tensor `name` (`gather.rs`): each page read
