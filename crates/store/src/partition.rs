@@ -499,3 +499,48 @@ fn write_rows(src: &Store, name: &str, owned: &[u64], path: &Path) -> Result<()>
     }
     f.flush().map_err(file_err(path))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn book_round_trips_and_refuses_damage() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let book = Book { parts: 3, source_edges: 99, source_id: 7, shard: vec![0, 2, 1, 1, 0, 2, 2] };
+        assert_eq!(book.local_ids(), vec![0, 0, 0, 1, 1, 1, 2]);
+        let path = dir.path().join("book.sgb");
+        book.write(&path).expect("write");
+        assert_eq!(Book::read(&path).expect("read"), book);
+        let good = std::fs::read(&path).expect("bytes");
+        for at in [0, 12, 40, 48, BOOK_HEADER + 5] {
+            let mut bad = good.clone();
+            bad[at] ^= 0x10;
+            std::fs::write(&path, &bad).expect("write bad");
+            assert!(Book::read(&path).is_err(), "byte {at} flipped was accepted");
+        }
+        std::fs::write(&path, &good[..good.len() - 4]).expect("truncate");
+        assert!(Book::read(&path).is_err());
+    }
+
+    #[test]
+    fn shard_meta_round_trips_and_refuses_damage() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let m = ShardMeta { book_id: 0xdead_beef_0123, shard: 2, parts: 4, directions: vec!["out".into(), "in".into()], undirected: false };
+        let path = dir.path().join("shard.meta");
+        m.write(&path).expect("write");
+        assert_eq!(ShardMeta::read(&path).expect("read"), m);
+        let text = std::fs::read_to_string(&path).expect("text").replace("shard 2", "shard 3");
+        std::fs::write(&path, text).expect("write bad");
+        assert!(ShardMeta::read(&path).is_err());
+    }
+
+    #[test]
+    fn hash_spreads_consecutive_ids() {
+        let mut size = [0u32; 4];
+        for v in 0..4000 {
+            size[hash_shard(v, 4) as usize] += 1;
+        }
+        assert!(size.iter().all(|&s| (900..1100).contains(&s)), "{size:?}");
+    }
+}
