@@ -268,7 +268,8 @@ class DistGraph:
         s = self._shards[k]
         code = getattr(e, "code", None)
         kind = ShardError if code in (None, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.FAILED_PRECONDITION) else type(e)
-        err = kind(f"shard {k} at {s.addr}: {e}")
+        # Any error kind carries the shard (not only ShardError's).
+        err: Any = kind(f"shard {k} at {s.addr}: {e}")
         err.shard, err.addr, err.code = k, s.addr, code
         return err
 
