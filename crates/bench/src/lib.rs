@@ -27,6 +27,7 @@ use solidgraph_cli::util::CliResult;
 
 mod analytics;
 mod common;
+mod gap;
 mod io;
 mod kron;
 mod neighbors;
