@@ -33,6 +33,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -46,8 +47,9 @@ import queries  # noqa: E402
 ENGINES = {"oxigraph": "pyoxigraph", "solidgraph": "solidgraph.rdf"}
 CGROUP_ROOT = "/sys/fs/cgroup/memory"
 # SolidGraph's page cache, MiB (--cache-mib; default a quarter of the
-# memory limit: the rest holds its term dictionary, which is read whole into
-# memory at open, the query's state and the OS page cache); 0: its default.
+# memory limit: the rest holds its term dictionary's cache (32 MiB by
+# default; the dictionary is paged, read on demand), the query's state and
+# the OS page cache); 0: its default.
 CACHE_MIB = 0
 
 
@@ -127,6 +129,8 @@ def worker(a) -> None:
         out["throughput"] = {}
         for c in [int(x) for x in a.clients.split(",")]:
             out["throughput"][c] = clients(store, names, c, a.seconds)
+    # Peak resident set of the worker (ru_maxrss is in KiB on Linux).
+    out["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
     print(json.dumps(out), flush=True)
 
 
@@ -199,7 +203,13 @@ def spawn(engine: str, task: str, cg: Cgroup, **kw) -> dict:
         raise Failed(f"{engine} {task}: killed (SIGKILL: the memory limit's OOM killer)")
     if p.returncode != 0:
         raise RuntimeError(f"{engine} {task} failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    PEAK.setdefault(engine, {})[task] = max(PEAK.get(engine, {}).get(task, 0), out.get("peak_rss", 0))
+    return out
+
+
+# Largest peak RSS per engine and task over the run's workers.
+PEAK: dict = {}
 
 
 def dir_bytes(path: str) -> int:
@@ -310,6 +320,7 @@ def driver(a) -> int:
     mismatches = {n: v for n, v in answers.items() if len(set(map(str, v.values()))) > 1}
     report["answers"] = answers
     report["mismatches"] = mismatches
+    report["peak_rss"] = PEAK
     summarize(report, engines, names)
     if a.json:
         with open(a.json, "w") as f:
@@ -353,6 +364,10 @@ def summarize(rep: dict, engines: list[str], names: list[str]) -> None:
             if len(engines) == 2:
                 row += f"{gm[engines[0]] / gm[engines[1]]:12.2f}"
             p(row)
+    if rep.get("peak_rss"):
+        p("\n## Peak RSS of a worker process, MiB (largest over the run, per task)")
+        for e in engines:
+            p(f"{e:11s} " + "  ".join(f"{t} {v / 2**20:.0f}" for t, v in rep["peak_rss"].get(e, {}).items()))
     if rep["throughput"]:
         p("\n## Throughput, warm (queries/s; the mix without the heavy queries)")
         cs = list(next(iter(rep["throughput"].values())).keys())
