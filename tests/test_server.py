@@ -400,6 +400,68 @@ def test_analytics_deadline_stops_the_servers_work(serve, big_store):
     served_promptly(srv2)
 
 
+def arr(values, dtype):
+    a = np.asarray(values, dtype=dtype)
+    return pb.Array(dtype=dtype, shape=list(a.shape), data=a.tobytes())
+
+
+def raw_update_graph(r, msgs):
+    """An UpdateGraph stream of hand-made messages, errors as the client raises them."""
+    from solidgraph.client import _error
+
+    try:
+        return r._calls["UpdateGraph"](iter(msgs))
+    except grpc.RpcError as e:
+        raise _error(e) from None
+
+
+def test_update_graph_builds_a_store_equal_to_a_local_import(serve, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(3)
+    e = 5000
+    src, dst = rng.integers(0, N, e), rng.integers(0, N, e)
+    w = rng.random(e).astype(np.float32)
+    x = rng.random((N, 5)).astype(np.float32)
+    y = rng.integers(0, 9, N)
+    kw = dict(in_edges=True, dedup=True, num_nodes=N, order="degree")
+    solidgraph.import_graph(tmp_path / "local", (src, dst), {"x": x, "y": y}, edge_weights=w, **kw)
+    g = solidgraph.open(tmp_path / "local")
+    srv = serve("--data-dir", data)
+    r = srv.connect()
+    # Small chunks: many edge and tensor messages.
+    b = r.update_graph("built", (src, dst, w), {"x": x, "y": y}, chunk_bytes=4096, **kw)
+    assert (b.num_nodes, b.num_edges, b.has_weights, b.has_in_edges) == (g.num_nodes, g.num_edges, True, True)
+    assert b.tensors == dict(g.tensors)
+    ids = np.arange(N)
+    for d in ("out", "in"):
+        same(b.neighbors(ids, d, with_weights=True), g.neighbors(ids, d, with_weights=True))
+    for t in ("x", "y"):
+        same(b.tensor(t, ids), g.tensor(t, ids))
+    same(b.pagerank(), g.pagerank())
+    # A name in use, a name that leaves the data dir, bad chunks: refused, nothing left behind.
+    with pytest.raises(RemoteError) as err:
+        r.update_graph("built", (src, dst))
+    assert err.value.code == grpc.StatusCode.ALREADY_EXISTS
+    for bad in ("../x", ".hidden", "a/b", ""):
+        with pytest.raises(solidgraph.InvalidArgumentError):
+            r.update_graph(bad, (src, dst))
+    one = dict(src=arr([1], "int64"), dst=arr([2], "int64"))
+    with pytest.raises(solidgraph.InvalidArgumentError, match="every edge chunk or with none"):
+        raw_update_graph(r, [pb.UpdateGraphRequest(name="half"), pb.UpdateGraphRequest(**one, weights=arr([1.0], "float32")), pb.UpdateGraphRequest(**one)])
+    with pytest.raises(solidgraph.InvalidArgumentError, match="after chunks of"):
+        rows = [pb.UpdateGraphRequest(tensor="x", rows=pb.Array(dtype="float32", shape=[1, d], data=np.zeros(d, np.float32).tobytes())) for d in (2, 3)]
+        rows[0].name = "mixed"
+        raw_update_graph(r, rows)
+    with pytest.raises(solidgraph.InvalidArgumentError, match="do not hold"):
+        raw_update_graph(r, [pb.UpdateGraphRequest(name="short", src=pb.Array(dtype="int64", shape=[2], data=b"\0" * 12), dst=arr([1, 2], "int64"))])
+    assert sorted(p.name for p in data.iterdir()) == ["built"]
+    # Restarted on the data dir, the server serves what it built.
+    srv.stop()
+    again = serve("--data-dir", data).connect(store="built")
+    same(again.neighbors(ids), g.neighbors(ids))
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

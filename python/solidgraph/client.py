@@ -221,6 +221,7 @@ class RemoteGraph:
         self._addr = addr
         self._store = store
         self._timeout = timeout
+        self._token = token
         self._meta = (("authorization", f"Bearer {token}"),) if token else None
         self._calls: Dict[str, Any] = {}
         for name, reply in _UNARY.items():
@@ -228,14 +229,19 @@ class RemoteGraph:
             self._calls[name] = channel.unary_unary(f"/solidgraph.v1.{service}/{name}", request_serializer=lambda m: m.SerializeToString(), response_deserializer=reply.FromString)
         for name in _STREAMS:
             self._calls[name] = channel.unary_stream(f"/solidgraph.v1.Graph/{name}", request_serializer=lambda m: m.SerializeToString(), response_deserializer=pb.Arrays.FromString)
+        self._calls["UpdateGraph"] = channel.stream_unary(
+            "/solidgraph.v1.Updates/UpdateGraph", request_serializer=lambda m: m.SerializeToString(), response_deserializer=pb.UpdateGraphReply.FromString
+        )
         self._calls["Analytics"] = channel.unary_stream(
             "/solidgraph.v1.Graph/Analytics", request_serializer=lambda m: m.SerializeToString(), response_deserializer=pb.AnalyticsReply.FromString
         )
         if not store:
             names = list(self._unary("ListStores", pb.ListStoresRequest()).names)
-            if len(names) != 1:
+            if len(names) > 1:
                 raise InvalidArgumentError(f"{addr} serves {len(names)} stores; name one with store=...: {', '.join(names)}")
-            self._store = names[0]
+            # A server with only a --data-dir may serve nothing yet: the
+            # graph is then good for update_graph only.
+            self._store = names[0] if names else ""
 
     # ---- calls --------------------------------------------------------------
 
@@ -465,6 +471,73 @@ class RemoteGraph:
             raise NotFoundError(f"no tensor named {name!r} (the store has: {', '.join(have)})")
         req = pb.UpdateTensorRequest(store=self._store, name=name, ids=_array(ids, "int64", "ids"), rows=_rows(rows, have[name][0], have[name][1], f"tensor {name!r}"), nosync=not durable)
         self._unary("UpdateTensor", req)
+
+    def update_graph(
+        self,
+        name: str,
+        edges: Any,
+        node_tensors: Optional[Mapping[str, Any]] = None,
+        *,
+        edge_weights: Any = None,
+        edge_labels: Any = None,
+        undirected: bool = False,
+        self_loops: bool = False,
+        dedup: bool = False,
+        in_edges: bool = False,
+        lower_lists: bool = False,
+        num_nodes: Optional[int] = None,
+        order: str = "input",
+        chunk_bytes: int = 16 << 20,
+    ) -> "RemoteGraph":
+        """Builds a new store `name` on the server (under its --data-dir)
+        from `edges` ((src, dst[, weights]) arrays or a (2, E) array) and
+        node tensors, as `solidgraph.import_graph` builds one locally; the
+        data streams in chunks of about `chunk_bytes`. Returns the new
+        store's remote graph. A name in use is refused (ALREADY_EXISTS)."""
+        if isinstance(edges, np.ndarray) and edges.ndim == 2 and edges.shape[0] == 2:
+            edges = (edges[0], edges[1])
+        if not isinstance(edges, (tuple, list)) or len(edges) not in (2, 3):
+            raise InvalidArgumentError("edges must be (src, dst[, weights]) arrays or a (2, E) array")
+        src, dst = np.asarray(edges[0]), np.asarray(edges[1])
+        if len(edges) == 3:
+            if edge_weights is not None:
+                raise InvalidArgumentError("weights given twice: in the edges tuple and as edge_weights")
+            edge_weights = edges[2]
+        if src.shape != dst.shape or src.ndim != 1:
+            raise InvalidArgumentError(f"src and dst must be 1-D of one length, not of shapes {src.shape} and {dst.shape}")
+        w = None if edge_weights is None else np.asarray(edge_weights)
+        lab = None if edge_labels is None else np.asarray(edge_labels)
+        opts = pb.UpdateGraphOptions(undirected=undirected, self_loops=self_loops, dedup=dedup, in_edges=in_edges, lower_lists=lower_lists, order=order)
+        if num_nodes is not None:
+            opts.num_nodes = int(num_nodes)
+        tensors = {k: np.asarray(v) for k, v in (node_tensors or {}).items()}
+
+        def messages() -> Iterator[pb.UpdateGraphRequest]:
+            yield pb.UpdateGraphRequest(name=name, options=opts)
+            step = max(1, chunk_bytes // 24)
+            for lo in range(0, len(src), step):
+                hi = min(lo + step, len(src))
+                m = pb.UpdateGraphRequest(src=_array(src[lo:hi], "int64", "src"), dst=_array(dst[lo:hi], "int64", "dst"))
+                if w is not None:
+                    m.weights.CopyFrom(_array(w[lo:hi], "float32", "edge_weights"))
+                if lab is not None:
+                    m.labels.CopyFrom(_array(lab[lo:hi], "uint32", "edge_labels"))
+                yield m
+            for tname, arr in tensors.items():
+                if arr.ndim not in (1, 2):
+                    raise InvalidArgumentError(f"tensor {tname!r} must be 1-D or 2-D, not of shape {arr.shape}")
+                arr = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
+                row_bytes = max(1, arr[0].nbytes if len(arr) else 1)
+                step = max(1, chunk_bytes // row_bytes)
+                for lo in range(0, max(len(arr), 1), step):
+                    part = arr[lo : lo + step]
+                    yield pb.UpdateGraphRequest(tensor=tname, rows=pb.Array(dtype=arr.dtype.name, shape=list(part.shape), data=part.tobytes()))
+
+        try:
+            rep = self._calls["UpdateGraph"](messages(), timeout=self._timeout, metadata=self._meta)
+        except grpc.RpcError as e:
+            raise _error(e) from None
+        return RemoteGraph(self._channel, self._addr, rep.name, self._token, self._timeout)
 
     def flush(self) -> None:
         self._unary("Flush", pb.FlushRequest(store=self._store))

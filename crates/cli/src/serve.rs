@@ -14,8 +14,15 @@ use crate::util::{CliResult, backend_choice, parse_backend, parse_size};
 #[derive(Args)]
 pub struct ServeArgs {
     /// Store directories to serve; clients name each by its directory name.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "data_dir")]
     pub stores: Vec<PathBuf>,
+    /// Directory of stores: every store in it is served, and UpdateGraph
+    /// builds new ones there.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Most bytes of edges and tensors one UpdateGraph stream may send.
+    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    pub max_graph: u64,
     /// Address to listen on (port 0: any free port; the bound address is printed).
     #[arg(long, default_value = "127.0.0.1:50051")]
     pub listen: String,
@@ -81,6 +88,7 @@ pub fn serve_cmd(a: ServeArgs) -> CliResult {
         max_concurrent: a.max_concurrent,
         deadline: Duration::from_secs_f64(a.deadline),
         chunk_bytes: d.chunk_bytes.min(usize::try_from(a.max_message)? / 2),
+        max_graph_bytes: a.max_graph,
         ..d
     };
     let tls = a.tls_cert.map(|cert| TlsFiles { cert, key: a.tls_key.expect("clap requires it"), client_ca: a.tls_client_ca });
@@ -92,6 +100,16 @@ pub fn serve_cmd(a: ServeArgs) -> CliResult {
         ..Default::default()
     };
     let threads = limits.max_concurrent;
-    solidgraph_server::serve(ServeOptions { stores: a.stores, listen: a.listen, tokens: a.tokens, metrics: a.metrics, tls, limits, open, threads })?;
+    solidgraph_server::serve(ServeOptions {
+        stores: a.stores,
+        data_dir: a.data_dir,
+        listen: a.listen,
+        tokens: a.tokens,
+        metrics: a.metrics,
+        tls,
+        limits,
+        open,
+        threads,
+    })?;
     Ok(())
 }

@@ -18,6 +18,7 @@ mod serve;
 mod shard;
 mod stores;
 mod telemetry;
+mod update_graph;
 mod updates;
 
 pub use auth::{Role, Tokens};

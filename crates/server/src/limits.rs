@@ -20,6 +20,9 @@ pub struct Limits {
     pub deadline: Duration,
     /// Bytes of result per streamed message.
     pub chunk_bytes: usize,
+    /// Bytes of edge and tensor chunks one UpdateGraph stream may send (the
+    /// server holds them until the build).
+    pub max_graph_bytes: u64,
 }
 
 impl Default for Limits {
@@ -32,6 +35,7 @@ impl Default for Limits {
             max_queued: 4096,
             deadline: Duration::from_secs(300),
             chunk_bytes: 4 << 20,
+            max_graph_bytes: 1 << 30,
         }
     }
 }

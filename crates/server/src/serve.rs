@@ -36,6 +36,8 @@ pub struct TlsFiles {
 #[derive(Clone)]
 pub struct ServeOptions {
     pub stores: Vec<PathBuf>,
+    /// Where UpdateGraph builds new stores; its stores are served too.
+    pub data_dir: Option<PathBuf>,
     pub listen: String,
     pub tokens: Option<PathBuf>,
     pub metrics: Option<SocketAddr>,
@@ -81,7 +83,7 @@ async fn run(opts: ServeOptions, tokens: Tokens) -> Result<(), String> {
     if !tokens.enabled() && !addr.ip().is_loopback() {
         return Err(format!("refusing to listen on {addr} without --tokens: an unauthenticated server listens on loopback only (127.0.0.1, ::1)"));
     }
-    let stores = Arc::new(Stores::open(&opts.stores, &opts.open).map_err(|e| e.to_string())?);
+    let stores = Arc::new(Stores::open(&opts.stores, opts.data_dir.as_deref(), &opts.open).map_err(|e| e.to_string())?);
     if let Some(m) = opts.metrics {
         telemetry::install(m)?;
         tokio::spawn(telemetry::store_counters(stores.clone(), Duration::from_secs(1)));

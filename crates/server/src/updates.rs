@@ -78,6 +78,10 @@ fn size(a: &Option<Array>) -> u64 {
 
 #[tonic::async_trait]
 impl Updates for UpdatesService {
+    async fn update_graph(&self, req: Request<tonic::Streaming<UpdateGraphRequest>>) -> Result<Response<UpdateGraphReply>, Status> {
+        crate::update_graph::update_graph(self.stores.clone(), self.gate.clone(), req).await
+    }
+
     async fn add_vertices(&self, req: Request<AddVerticesRequest>) -> Result<Response<AddVerticesReply>, Status> {
         let r = req.into_inner();
         let s = self.store(&r.store)?;

@@ -335,6 +335,54 @@ class MergeReply(_message.Message):
     updates_merged: int
     def __init__(self, pages_written: _Optional[int] = ..., updates_merged: _Optional[int] = ...) -> None: ...
 
+class UpdateGraphOptions(_message.Message):
+    __slots__ = ("undirected", "self_loops", "dedup", "in_edges", "lower_lists", "num_nodes", "order")
+    UNDIRECTED_FIELD_NUMBER: _ClassVar[int]
+    SELF_LOOPS_FIELD_NUMBER: _ClassVar[int]
+    DEDUP_FIELD_NUMBER: _ClassVar[int]
+    IN_EDGES_FIELD_NUMBER: _ClassVar[int]
+    LOWER_LISTS_FIELD_NUMBER: _ClassVar[int]
+    NUM_NODES_FIELD_NUMBER: _ClassVar[int]
+    ORDER_FIELD_NUMBER: _ClassVar[int]
+    undirected: bool
+    self_loops: bool
+    dedup: bool
+    in_edges: bool
+    lower_lists: bool
+    num_nodes: int
+    order: str
+    def __init__(self, undirected: _Optional[bool] = ..., self_loops: _Optional[bool] = ..., dedup: _Optional[bool] = ..., in_edges: _Optional[bool] = ..., lower_lists: _Optional[bool] = ..., num_nodes: _Optional[int] = ..., order: _Optional[str] = ...) -> None: ...
+
+class UpdateGraphRequest(_message.Message):
+    __slots__ = ("name", "options", "src", "dst", "weights", "labels", "tensor", "rows")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    DST_FIELD_NUMBER: _ClassVar[int]
+    WEIGHTS_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    options: UpdateGraphOptions
+    src: Array
+    dst: Array
+    weights: Array
+    labels: Array
+    tensor: str
+    rows: Array
+    def __init__(self, name: _Optional[str] = ..., options: _Optional[_Union[UpdateGraphOptions, _Mapping]] = ..., src: _Optional[_Union[Array, _Mapping]] = ..., dst: _Optional[_Union[Array, _Mapping]] = ..., weights: _Optional[_Union[Array, _Mapping]] = ..., labels: _Optional[_Union[Array, _Mapping]] = ..., tensor: _Optional[str] = ..., rows: _Optional[_Union[Array, _Mapping]] = ...) -> None: ...
+
+class UpdateGraphReply(_message.Message):
+    __slots__ = ("name", "num_nodes", "num_edges")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NUM_NODES_FIELD_NUMBER: _ClassVar[int]
+    NUM_EDGES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    num_nodes: int
+    num_edges: int
+    def __init__(self, name: _Optional[str] = ..., num_nodes: _Optional[int] = ..., num_edges: _Optional[int] = ...) -> None: ...
+
 class ShardInfoRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
