@@ -29,6 +29,7 @@ __all__ = [
     "cli_main",
     "import_graph",
     "load_model",
+    "loader_memory",
     "open",
     "BlankNode",
     "DefaultGraph",
@@ -378,6 +379,7 @@ class Graph:
         prefetch: int = 4,
         max_fanout: int = 10000,
         lookahead: int = 32,
+        buffer_bytes: int | None = None,
     ) -> SampleLoader:
         """Samples `batches` (one seed array per mini-batch) on `workers`
         Rust threads, at most `prefetch` batches ahead of the consumer, and
@@ -386,8 +388,10 @@ class Graph:
         sampled `lookahead` batches (at most 256) ahead of the feature
         gather, so the row cache keeps the rows they will ask for, in groups
         of `lookahead // 2` that read the lists they share once (0: sample
-        and gather each batch in one step). Options are checked here; a bad
-        batch raises InvalidArgumentError when it is reached."""
+        and gather each batch in one step). `buffer_bytes` caps the bytes of
+        the batches held (ahead, gathered, the last two handed out; see
+        `loader_memory`). Options are checked here; a bad batch raises
+        InvalidArgumentError when it is reached."""
     def infer(
         self,
         model: _StrPath | InferModel,
@@ -565,6 +569,25 @@ class SampleLoader(Iterator[Sample]):
     @property
     def position(self) -> int:
         """Batches handed out so far."""
+
+def loader_memory(
+    graph: Graph,
+    batch_size: int,
+    fanouts: Sequence[int],
+    tensors: Sequence[str],
+    direction: str = "in",
+    workers: int = 2,
+    prefetch: int = 4,
+    lookahead: int = 32,
+    memory_budget: int | None = None,
+) -> dict[str, int]:
+    """The bound on a loader's bytes outside the store's caches, by part
+    (`ahead`, `gathered`, `handed`; `buffers`: the three within the cap;
+    `working`, `store`, `total`), for batches of `batch_size` seeds sampled
+    with `fanouts` (each at least 1) gathering `tensors`. With
+    `memory_budget`, also its split: `cache_bytes`, `row_cache_bytes`,
+    `buffer_bytes` (the cap on batches held) and `minimum` (a budget below
+    the minimum raises InvalidArgumentError naming it)."""
 
 @final
 class InferModel:

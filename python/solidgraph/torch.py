@@ -23,7 +23,8 @@ from typing import Any, Iterator, Optional, Sequence, Union
 import numpy as np
 import torch
 
-from solidgraph._native import Graph, InvalidArgumentError, NotFoundError
+from solidgraph._native import Graph, InvalidArgumentError, NotFoundError, loader_memory
+from solidgraph._native import open as _open
 
 __all__ = ["NeighborLoader", "Batch", "to_numpy_ids"]
 
@@ -131,6 +132,19 @@ class NeighborLoader:
       (`torch.from_numpy`, no copy).
     - Safe to iterate in a forked child (e.g. a DataLoader worker): the
       store is reopened and the threads restarted there.
+    - Memory outside the store's caches is bounded by `memory_bytes`, a
+      function of `batch_size`, the fanouts, the gathered rows' bytes,
+      `prefetch`, `lookahead` and `num_workers` (`memory` has it by part):
+      batches sampled ahead hold ids only, `prefetch` batches hold rows,
+      Python holds two. The bound counts every draw as a new node.
+    - `memory_budget` (bytes): the loader splits it itself between a page
+      cache, a row cache and its buffers (a cap on the bytes of the batches
+      it holds, at their real sizes, that `prefetch` and `lookahead` then
+      run within) and samples through its own
+      read-only handle on `g`'s store opened with those caches; `g`'s own
+      caches are not part of it (open `g` with a small `cache_bytes`). A
+      budget below the minimum for these batches is an InvalidArgumentError
+      naming the minimum. `memory` then also has the split.
     """
 
     def __init__(
@@ -151,10 +165,12 @@ class NeighborLoader:
         weighted: bool = False,
         max_fanout: int = 10000,
         lookahead: int = 32,
+        memory_budget: Optional[int] = None,
     ):
         if batch_size < 1:
             raise InvalidArgumentError(f"batch_size must be at least 1, not {batch_size}")
         self.graph = g
+        self.memory_budget = memory_budget
         self.input_nodes = to_numpy_ids(input_nodes, g.num_nodes)
         self.num_neighbors = _fanouts(num_neighbors)
         self.batch_size = int(batch_size)
@@ -177,6 +193,21 @@ class NeighborLoader:
         missing = [t for t in self._tensors if t not in have]
         if missing:
             raise _no_tensor(missing[0], have)
+        self.memory = loader_memory(
+            g, self.batch_size, self.num_neighbors, self._tensors, direction=direction,
+            workers=num_workers, prefetch=prefetch, lookahead=lookahead, memory_budget=memory_budget,
+        )
+        self._store = g
+        self._buffer_bytes = None
+        if memory_budget is not None:
+            self._buffer_bytes = self.memory["buffer_bytes"]
+            self._store = _open(g.path, cache_bytes=self.memory["cache_bytes"], row_cache_bytes=self.memory["row_cache_bytes"])
+
+    @property
+    def memory_bytes(self) -> int:
+        """The bound on the bytes this loader holds outside the store's
+        caches (see the class documentation)."""
+        return int(self.memory["total"])
 
     def __len__(self) -> int:
         n = len(self.input_nodes)
@@ -202,7 +233,7 @@ class NeighborLoader:
         positions = self._positions(epoch)
         if not positions:
             return iter(())
-        it = self.graph.sample_loader(
+        it = self._store.sample_loader(
             [self.input_nodes[p] for p in positions],
             self.num_neighbors,
             replace=self.replace,
@@ -214,6 +245,7 @@ class NeighborLoader:
             prefetch=self.prefetch,
             max_fanout=self.max_fanout,
             lookahead=self.lookahead,
+            buffer_bytes=self._buffer_bytes,
         )
         return self._batches(it, positions)
 

@@ -55,6 +55,12 @@ pub struct PrefetchOptions {
     /// row cache (`Store::expect_rows`) so it keeps and takes in what they
     /// will ask for; 0 samples and gathers each batch in one step.
     pub lookahead: usize,
+    /// A cap on the bytes of the batches held: sampled ahead, being
+    /// gathered, gathered and waiting, and the last two handed out
+    /// (counted as in `loader_memory`, at their real sizes). A draw or a
+    /// gather waits while it would pass the cap, but for the one the
+    /// consumer needs next; None: only the counts above bound them.
+    pub buffer_bytes: Option<u64>,
     /// How a forked child gets its own store; by default the store is
     /// reopened from its path with the cache budget it had.
     pub reopen: Option<Reopen>,
@@ -62,7 +68,7 @@ pub struct PrefetchOptions {
 
 impl Default for PrefetchOptions {
     fn default() -> Self {
-        PrefetchOptions { workers: 2, prefetch: 4, lookahead: DEFAULT_LOOKAHEAD, reopen: None }
+        PrefetchOptions { workers: 2, prefetch: 4, lookahead: DEFAULT_LOOKAHEAD, buffer_bytes: None, reopen: None }
     }
 }
 
@@ -107,6 +113,16 @@ const HANDED_BATCHES: u64 = 2;
 /// frontier goes through it.
 pub const MIN_PAGE_CACHE: u64 = 8 << 20;
 
+/// Bytes a batch of `nodes` and `edges` holds sampled ahead.
+fn ahead_bytes(nodes: u64, edges: u64) -> u64 {
+    nodes.saturating_mul(AHEAD_NODE_BYTES).saturating_add(edges.saturating_mul(EDGE_BYTES))
+}
+
+/// Bytes a batch of `nodes` and `edges` holds gathered.
+fn gathered_bytes(nodes: u64, edges: u64, row_bytes: u64) -> u64 {
+    nodes.saturating_mul(GATHERED_NODE_BYTES + row_bytes).saturating_add(edges.saturating_mul(GATHERED_EDGE_BYTES))
+}
+
 impl BatchShape {
     pub fn of(store: &Store, batch_size: usize, o: &SampleOptions) -> Result<BatchShape> {
         check_options(store, o)?;
@@ -144,6 +160,7 @@ impl BatchShape {
 
 /// A bound on the bytes a loader holds outside the store's caches, by
 /// part; each from the most a batch can sample (`BatchShape::most`).
+/// Python holding more than the two last batches it got holds more.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LoaderMemory {
     /// `lookahead` batches sampled ahead: ids only.
@@ -156,11 +173,13 @@ pub struct LoaderMemory {
     pub working: u64,
     /// The store's read buffers and id maps.
     pub store: u64,
+    /// `ahead`, `gathered` and `handed` together, within the buffer cap.
+    pub buffers: u64,
 }
 
 impl LoaderMemory {
     pub fn total(&self) -> u64 {
-        self.ahead + self.gathered + self.handed + self.working + self.store
+        self.buffers + self.working + self.store
     }
 }
 
@@ -168,8 +187,8 @@ impl LoaderMemory {
 /// `shape` with `cfg`'s workers, prefetch and lookahead.
 pub fn loader_memory(shape: &BatchShape, cfg: &PrefetchOptions) -> Result<LoaderMemory> {
     let (n, e) = shape.most()?;
-    let ahead_one = n.saturating_mul(AHEAD_NODE_BYTES).saturating_add(e.saturating_mul(EDGE_BYTES));
-    let gathered_one = n.saturating_mul(GATHERED_NODE_BYTES + shape.row_bytes).saturating_add(e.saturating_mul(GATHERED_EDGE_BYTES));
+    let ahead_one = ahead_bytes(n, e);
+    let gathered_one = gathered_bytes(n, e, shape.row_bytes);
     // Without lookahead a worker samples and gathers in one step: ids and
     // the id map live beside the rows.
     let in_step = if cfg.lookahead == 0 { ahead_one } else { 0 };
@@ -177,13 +196,22 @@ pub fn loader_memory(shape: &BatchShape, cfg: &PrefetchOptions) -> Result<Loader
     let threads = (cfg.workers + rayon::current_num_threads()) as u64;
     // A hop part and the store's gather part both pin up to HOP_PAGES.
     let part_pages = crate::sampler::HOP_PAGES as u64;
-    Ok(LoaderMemory {
+    let mut m = LoaderMemory {
         ahead: ahead_one.saturating_mul(cfg.lookahead as u64),
         gathered: (gathered_one + in_step).saturating_mul(cfg.prefetch as u64),
         handed: gathered_one.saturating_mul(HANDED_BATCHES),
         working: threads * part_pages * shape.page_size,
         store: IO_BUFFER_BYTES + if shape.reordered { shape.num_nodes * 8 } else { 0 },
-    })
+        buffers: 0,
+    };
+    m.buffers = m.ahead.saturating_add(m.gathered).saturating_add(m.handed);
+    // The cap binds the three together, passed by at most the batches
+    // handed out, the batch drawn and the batch gathered for the consumer
+    // when nothing else is.
+    if let Some(cap) = cfg.buffer_bytes {
+        m.buffers = m.buffers.min(cap.max(m.handed).saturating_add(ahead_one + gathered_one + in_step));
+    }
+    Ok(m)
 }
 
 /// How a loader spends a memory budget: its caches and buffers.
@@ -191,28 +219,30 @@ pub fn loader_memory(shape: &BatchShape, cfg: &PrefetchOptions) -> Result<Loader
 pub struct BudgetPlan {
     pub cache_bytes: u64,
     pub row_cache_bytes: u64,
-    pub prefetch: usize,
-    pub lookahead: usize,
+    /// The loader's `PrefetchOptions::buffer_bytes`.
+    pub buffer_bytes: u64,
     pub memory: LoaderMemory,
     /// The smallest budget these batches run in.
     pub minimum: u64,
 }
 
 /// Splits `budget` between the loader's buffers and the store's caches.
-/// The buffers take their bound at prefetch 1 and lookahead 2 first (below
-/// that, with the smallest page cache, the budget is refused); of the rest,
-/// up to half goes to prefetch and lookahead, up to `cfg`'s, and the caches
-/// get the remainder: three quarters to the row cache when rows are
+/// The buffers need at least room for the two batches handed out, one
+/// drawn and one gathered (at their most); below that plus the smallest
+/// page cache the budget is refused. Of the rest, up to half goes to the
+/// buffers (no more than `cfg`'s prefetch and lookahead can hold) and the
+/// caches get the remainder: three quarters to the row cache when rows are
 /// gathered (hot rows share pages with cold ones), the rest to pages.
 pub fn plan_budget(budget: u64, shape: &BatchShape, cfg: &PrefetchOptions) -> Result<BudgetPlan> {
-    let (want_prefetch, want_lookahead) = (cfg.prefetch.max(1), cfg.lookahead);
-    let at = |prefetch: usize, lookahead: usize| loader_memory(shape, &PrefetchOptions { prefetch, lookahead, ..cfg.clone() });
-    let (mut prefetch, mut lookahead) = (1, want_lookahead.min(2));
-    let mut memory = at(prefetch, lookahead)?;
-    let minimum = memory.total().saturating_add(MIN_PAGE_CACHE);
+    let full = loader_memory(shape, &PrefetchOptions { buffer_bytes: None, ..cfg.clone() })?;
+    let (n, e) = shape.most()?;
+    let in_step = if cfg.lookahead == 0 { ahead_bytes(n, e) } else { 0 };
+    let pass = ahead_bytes(n, e) + gathered_bytes(n, e, shape.row_bytes) + in_step;
+    let least = full.handed + pass;
+    let minimum = full.working + full.store + least + MIN_PAGE_CACHE;
     if budget < minimum {
         return Err(EngineError::Invalid(format!(
-            "memory_budget {budget} bytes is below this loader's minimum of {minimum} bytes ({} MiB: batches of {} seeds with fanouts {:?} and {} bytes of rows per node, at prefetch 1 and lookahead {lookahead}, with an {} MiB page cache)",
+            "memory_budget {budget} bytes is below this loader's minimum of {minimum} bytes ({} MiB: batches of {} seeds with fanouts {:?} and {} bytes of rows per node, with an {} MiB page cache)",
             minimum.div_ceil(1 << 20),
             shape.batch_size,
             shape.fanouts,
@@ -220,26 +250,12 @@ pub fn plan_budget(budget: u64, shape: &BatchShape, cfg: &PrefetchOptions) -> Re
             MIN_PAGE_CACHE >> 20
         )));
     }
-    let for_buffers = memory.total() + (budget - minimum) / 2;
-    // Prefetch first (it hides the gather), then lookahead (it feeds the
-    // row cache), one step at a time while the bound fits.
-    loop {
-        let next = if prefetch < want_prefetch.min(2) || (lookahead >= want_lookahead && prefetch < want_prefetch) {
-            (prefetch + 1, lookahead)
-        } else if lookahead < want_lookahead {
-            (prefetch, (lookahead * 2).min(want_lookahead))
-        } else {
-            break;
-        };
-        let m = at(next.0, next.1)?;
-        if m.total() > for_buffers {
-            break;
-        }
-        (prefetch, lookahead, memory) = (next.0, next.1, m);
-    }
+    let buffers = (least + (budget - minimum) / 2).min(full.buffers).max(least);
+    let cap = buffers - pass;
+    let memory = loader_memory(shape, &PrefetchOptions { buffer_bytes: Some(cap), ..cfg.clone() })?;
     let caches = budget - memory.total();
     let row_cache_bytes = if shape.row_bytes > 0 { (caches * 3 / 4).min(caches - MIN_PAGE_CACHE) } else { 0 };
-    Ok(BudgetPlan { cache_bytes: caches - row_cache_bytes, row_cache_bytes, prefetch, lookahead, memory, minimum })
+    Ok(BudgetPlan { cache_bytes: caches - row_cache_bytes, row_cache_bytes, buffer_bytes: cap, memory, minimum })
 }
 
 /// The seed of batch `i` of an epoch sampled with `seed`.
@@ -254,6 +270,24 @@ pub fn batch_seed(seed: u64, i: u64) -> u64 {
 struct Ahead {
     sub: Subgraph,
     expected: Expected,
+    /// `ahead_bytes` of it.
+    bytes: u64,
+}
+
+/// A loader's byte accounting under a buffer cap (`buffer_bytes`).
+#[derive(Clone, Copy)]
+struct Budget {
+    cap: u64,
+    row_bytes: u64,
+    /// `ahead_bytes` and `gathered_bytes` of the largest batch at its most.
+    ahead_most: u64,
+    gathered_most: u64,
+}
+
+impl Budget {
+    fn gathered(&self, nodes: usize, edges: usize) -> u64 {
+        gathered_bytes(nodes as u64, edges as u64, self.row_bytes)
+    }
 }
 
 struct State {
@@ -268,14 +302,53 @@ struct State {
     done: BTreeMap<usize, Result<Sample>>,
     /// A batch failed: nothing after it is sampled or gathered.
     failed_at: Option<usize>,
+    /// Under a buffer cap: bytes of the batches ahead, being gathered,
+    /// done, and the last `HANDED_BATCHES` handed out (`handed`, oldest
+    /// first); the most groups being drawn may hold; batches being
+    /// gathered or done.
+    held: u64,
+    drawing: u64,
+    handed: std::collections::VecDeque<u64>,
+    gathered_n: usize,
 }
 
 impl State {
+    fn new(next: usize) -> State {
+        State {
+            next_draw: next,
+            pending: 0,
+            ahead: BTreeMap::new(),
+            consumed: next,
+            done: BTreeMap::new(),
+            failed_at: None,
+            held: 0,
+            drawing: 0,
+            handed: Default::default(),
+            gathered_n: 0,
+        }
+    }
+
     fn fail(&mut self, i: usize) {
         let f = self.failed_at.map_or(i, |f| f.min(i));
         self.failed_at = Some(f);
         let dropped = self.ahead.split_off(&(f + 1));
         self.pending -= dropped.len();
+        self.held -= dropped.values().map(|a| a.bytes).sum::<u64>();
+    }
+
+    /// Batches of a group that fit under the cap (at their most), at least
+    /// one when nothing is ahead: the consumer's next batch must come.
+    fn fit_draw(&self, b: Option<&Budget>, n: usize) -> usize {
+        let Some(b) = b else { return n };
+        let room = b.cap.saturating_sub(self.held + self.drawing) / b.ahead_most.max(1);
+        let fit = n.min(room as usize);
+        if fit == 0 && self.pending == 0 { 1 } else { fit }
+    }
+
+    /// Whether gathering `need` more bytes fits under the cap; always when
+    /// nothing is gathered (the batch is the consumer's next).
+    fn fit_gather(&self, b: Option<&Budget>, need: u64) -> bool {
+        b.is_none_or(|b| self.gathered_n == 0 || self.held + self.drawing + need <= b.cap)
     }
 }
 
@@ -288,12 +361,18 @@ enum Task {
     Gather(usize, Ahead),
 }
 
+/// What a Whole task holds before its batch is sampled: the most.
+fn whole_most(b: &Budget) -> u64 {
+    b.ahead_most + b.gathered_most
+}
+
 struct Shared {
     store: Arc<Store>,
     batches: Arc<Vec<Vec<u64>>>,
     opts: Arc<SampleOptions>,
     prefetch: usize,
     lookahead: usize,
+    budget: Option<Budget>,
     cancel: AtomicBool,
     state: Mutex<State>,
     /// Workers wait here for a task.
@@ -312,26 +391,36 @@ impl Shared {
                 return None;
             }
             let i = st.next_draw;
+            let b = self.budget.as_ref();
             if self.lookahead == 0 {
-                if i < end && i < st.consumed + self.prefetch {
+                let most = b.map_or(0, whole_most);
+                if i < end && i < st.consumed + self.prefetch && st.fit_gather(b, most) {
                     st.next_draw += 1;
+                    st.gathered_n += 1;
+                    st.held += most;
                     return Some(Task::Whole(i));
                 }
             } else {
                 // A whole group or the epoch's last batches, not a batch as
                 // each gather frees a place: groups share their reads.
-                let n = self.group().min(end.saturating_sub(i));
+                let n = st.fit_draw(b, self.group().min(end.saturating_sub(i)));
                 if n > 0 && st.pending + n <= self.lookahead {
                     st.next_draw += n;
                     st.pending += n;
+                    st.drawing += b.map_or(0, |b| b.ahead_most * n as u64);
                     return Some(Task::Draw(i, n));
                 }
                 let room = st.consumed + self.prefetch;
-                if let Some(e) = st.ahead.first_entry()
-                    && *e.key() < room
+                // Gathered, a batch holds its rows and ids instead of its ids.
+                let gathered = |a: &Ahead| b.map_or(0, |b| b.gathered(a.sub.nodes().len(), a.sub.edges()));
+                if let Some((&j, a)) = st.ahead.first_key_value()
+                    && j < room
+                    && st.fit_gather(b, gathered(a).saturating_sub(a.bytes))
                 {
-                    let (j, a) = e.remove_entry();
+                    let a = st.ahead.remove(&j).expect("first entry above");
                     st.pending -= 1;
+                    st.gathered_n += 1;
+                    st.held = st.held + gathered(&a) - a.bytes;
                     drop(st);
                     // Room for one more batch ahead.
                     self.room.notify_all();
@@ -359,6 +448,11 @@ impl Shared {
             match task {
                 Task::Whole(i) => {
                     let r = guarded(|| sample_neighbors(&self.store, &self.batches[i], &self.options(i)));
+                    if let (Some(b), Ok(s)) = (&self.budget, &r) {
+                        // Held at its most until now; its real size from here.
+                        let mut st = self.state.locked();
+                        st.held = st.held - whole_most(b) + b.gathered(s.node.len(), s.row.len());
+                    }
                     self.finish(i, r);
                 }
                 Task::Draw(i, n) => {
@@ -372,11 +466,14 @@ impl Shared {
                         Err(e) => vec![Err(e)],
                     };
                     let mut st = self.state.locked();
+                    st.drawing -= self.budget.as_ref().map_or(0, |b| b.ahead_most * n as u64);
                     for (j, r) in (i..).zip(subs) {
                         match r {
                             Ok(sub) if st.failed_at.is_none_or(|f| j < f) => {
                                 let expected = self.store.expect_rows(sub.nodes().to_vec());
-                                st.ahead.insert(j, Ahead { sub, expected });
+                                let bytes = if self.budget.is_some() { ahead_bytes(sub.nodes().len() as u64, sub.edges() as u64) } else { 0 };
+                                st.held += bytes;
+                                st.ahead.insert(j, Ahead { sub, expected, bytes });
                             }
                             Ok(_) => st.pending -= 1,
                             Err(e) => {
@@ -456,6 +553,7 @@ pub struct Prefetcher {
     batches: Arc<Vec<Vec<u64>>>,
     opts: Arc<SampleOptions>,
     cfg: PrefetchOptions,
+    budget: Option<Budget>,
     cache_bytes: u64,
     pid: u32,
     /// Batches handed out so far.
@@ -476,12 +574,23 @@ impl Prefetcher {
             return Err(EngineError::Invalid(format!("lookahead {} is over the limit of {MAX_LOOKAHEAD} batches", cfg.lookahead)));
         }
         check_options(&store, &opts)?;
+        let budget = match cfg.buffer_bytes {
+            None => None,
+            Some(cap) => {
+                // The most of the longest batch; checks the fanouts are bounded.
+                let longest = batches.iter().map(Vec::len).max().unwrap_or(1).max(1);
+                let shape = BatchShape::of(&store, longest, &opts)?;
+                let (n, e) = shape.most()?;
+                Some(Budget { cap, row_bytes: shape.row_bytes, ahead_most: ahead_bytes(n, e), gathered_most: gathered_bytes(n, e, shape.row_bytes) })
+            }
+        };
         let cache_bytes = store.stats().cache.budget;
         let mut p = Prefetcher {
             store,
             batches: Arc::new(batches),
             opts: Arc::new(opts),
             cfg,
+            budget,
             cache_bytes,
             pid: std::process::id(),
             next: 0,
@@ -515,8 +624,9 @@ impl Prefetcher {
             opts: self.opts.clone(),
             prefetch: self.cfg.prefetch,
             lookahead: self.cfg.lookahead,
+            budget: self.budget,
             cancel: AtomicBool::new(false),
-            state: Mutex::new(State { next_draw: self.next, pending: 0, ahead: BTreeMap::new(), consumed: self.next, done: BTreeMap::new(), failed_at: None }),
+            state: Mutex::new(State::new(self.next)),
             room: Condvar::new(),
             ready: Condvar::new(),
         });
@@ -570,6 +680,15 @@ impl Prefetcher {
         {
             let mut st = sh.state.locked();
             st.consumed = i + 1;
+            if let Some(b) = &sh.budget {
+                // Python holds it now; the oldest batch it held is gone.
+                st.gathered_n -= 1;
+                st.handed.push_back(r.as_ref().map_or(0, |s| b.gathered(s.node.len(), s.row.len())));
+                if st.handed.len() > HANDED_BATCHES as usize {
+                    let old = st.handed.pop_front().unwrap_or(0);
+                    st.held -= old;
+                }
+            }
         }
         sh.room.notify_all();
         self.next += 1;
@@ -642,7 +761,89 @@ mod tests {
     }
 
     fn cfg(workers: usize, prefetch: usize, lookahead: usize) -> PrefetchOptions {
-        PrefetchOptions { workers, prefetch, lookahead, reopen: None }
+        PrefetchOptions { workers, prefetch, lookahead, buffer_bytes: None, reopen: None }
+    }
+
+    /// Under any cap, from none to below one batch, the batches are the
+    /// same, and the bytes held stay within the cap but for the batches
+    /// handed out, one drawn and one gathered (at their most).
+    #[test]
+    fn buffer_cap_bounds_bytes_held_and_changes_no_batch() {
+        let (_d, s) = store_with_rows(500, false, 2048);
+        let b = batches(500, 40);
+        let want: Vec<Sample> = Prefetcher::new(s.clone(), b.clone(), opts(5), cfg(2, 4, 8)).unwrap().map(|r| r.unwrap()).collect();
+        let shape = BatchShape::of(&s, 16, &opts(5)).unwrap();
+        let (n, e) = shape.most().unwrap();
+        let pass = ahead_bytes(n, e) + gathered_bytes(n, e, shape.row_bytes);
+        for cap in [0, 1 << 10, 16 << 10, 64 << 10, 1 << 30] {
+            for lookahead in [0, 8] {
+                let c = PrefetchOptions { buffer_bytes: Some(cap), ..cfg(2, 4, lookahead) };
+                let mut p = Prefetcher::new(s.clone(), b.clone(), opts(5), c).unwrap();
+                let mut got = Vec::new();
+                while let Some(r) = p.next() {
+                    got.push(r.unwrap());
+                    std::thread::sleep(Duration::from_millis(2));
+                    if let Some(run) = &p.run {
+                        let st = run.shared.state.locked();
+                        let handed: u64 = st.handed.iter().sum();
+                        let whole = if lookahead == 0 { ahead_bytes(n, e) } else { 0 };
+                        assert!(st.held + st.drawing <= cap.max(handed) + pass + whole, "cap {cap}: {} held, {} drawing", st.held, st.drawing);
+                        if cap == 0 {
+                            assert!(st.ahead.len() <= 1 && st.gathered_n <= 1, "cap 0 ran ahead: {} ahead, {} gathered", st.ahead.len(), st.gathered_n);
+                        }
+                    }
+                }
+                assert_eq!(got, want, "cap {cap}, lookahead {lookahead}");
+                assert_eq!(s.upcoming_rows(), 0);
+            }
+        }
+    }
+
+    #[test]
+    fn memory_bound_grows_with_each_knob_and_refuses_unbounded_fanouts() {
+        let (_d, s) = store(1000, false);
+        let shape = |b: usize, f: Vec<i64>| BatchShape::of(&s, b, &SampleOptions { fanouts: f, ..opts(0) }).unwrap();
+        let total = |sh: &BatchShape, c: PrefetchOptions| loader_memory(sh, &c).unwrap().total();
+        let base = total(&shape(8, vec![3, 2]), cfg(2, 4, 8));
+        assert!(total(&shape(16, vec![3, 2]), cfg(2, 4, 8)) > base);
+        assert!(total(&shape(8, vec![4, 2]), cfg(2, 4, 8)) > base);
+        assert!(total(&shape(8, vec![3, 2]), cfg(2, 8, 8)) > base);
+        assert!(total(&shape(8, vec![3, 2]), cfg(2, 4, 16)) > base);
+        assert!(total(&shape(8, vec![3, 2]), PrefetchOptions { buffer_bytes: Some(0), ..cfg(2, 4, 8) }) < base);
+        // No more nodes than the graph has.
+        let (n, e) = shape(1000, vec![50, 50]).most().unwrap();
+        assert_eq!((n, e), (1000, 1000 * 50 + 1000 * 2500));
+        let e = loader_memory(&shape(8, vec![3, -1]), &cfg(2, 4, 8)).unwrap_err().to_string();
+        assert!(e.contains("fanout -1"), "{e}");
+    }
+
+    #[test]
+    fn budget_splits_into_caches_and_buffers_and_refuses_below_minimum() {
+        let (_d, s) = store(1000, false);
+        let shape = BatchShape::of(&s, 64, &SampleOptions { fanouts: vec![10, 5], ..opts(0) }).unwrap();
+        let c = cfg(2, 4, 32);
+        let min = match plan_budget(0, &shape, &c) {
+            Err(EngineError::Invalid(m)) => {
+                let min: u64 = m.split("minimum of ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+                assert!(m.contains("fanouts [10, 5]"), "{m}");
+                min
+            }
+            r => panic!("a zero budget was not refused: {r:?}"),
+        };
+        assert!(plan_budget(min - 1, &shape, &c).is_err());
+        let mut last: Option<BudgetPlan> = None;
+        for budget in [min, min + (1 << 20), min + (64 << 20), 1 << 32] {
+            let p = plan_budget(budget, &shape, &c).unwrap();
+            assert_eq!(p.minimum, min);
+            assert_eq!(p.cache_bytes + p.row_cache_bytes + p.memory.total(), budget, "{p:?}");
+            assert!(p.cache_bytes >= MIN_PAGE_CACHE);
+            // Buffers never past what the counts hold.
+            assert!(p.memory.buffers <= loader_memory(&shape, &c).unwrap().buffers);
+            if let Some(l) = &last {
+                assert!(p.buffer_bytes >= l.buffer_bytes && p.cache_bytes >= l.cache_bytes && p.row_cache_bytes >= l.row_cache_bytes, "{l:?} -> {p:?}");
+            }
+            last = Some(p);
+        }
     }
 
     #[test]

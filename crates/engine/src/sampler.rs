@@ -158,6 +158,11 @@ impl Subgraph {
         &self.sample.node
     }
 
+    /// Sampled edges.
+    pub fn edges(&self) -> usize {
+        self.sample.row.len()
+    }
+
     /// Gathers `tensors` for the nodes and gives the sample in user ids.
     pub fn gather(self, store: &Store, tensors: &[String]) -> Result<Sample> {
         let mut out = self.sample;

@@ -88,7 +88,7 @@ fn internal(store: &Store, mut ids: Vec<u64>) -> PyResult<Vec<u64>> {
     Ok(ids)
 }
 
-fn parse_direction(s: &str) -> PyResult<Direction> {
+pub(crate) fn parse_direction(s: &str) -> PyResult<Direction> {
     s.parse().map_err(err)
 }
 
@@ -133,7 +133,7 @@ fn fanouts(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
 }
 
 impl Graph {
-    fn store(&self) -> PyResult<Arc<Store>> {
+    pub(crate) fn store(&self) -> PyResult<Arc<Store>> {
         self.slot.get().map_err(err)
     }
 }
@@ -325,10 +325,11 @@ impl Graph {
     /// iterator over them in order (the GIL is released while it waits).
     /// Batch i is sampled with a seed derived from (seed, i). Sampling runs
     /// `lookahead` batches ahead of the feature gather so the row cache
-    /// keeps the rows they will ask for.
+    /// keeps the rows they will ask for. `buffer_bytes` caps the bytes of
+    /// the batches held (`solidgraph.loader_memory`).
     // `lookahead` is the literal so Python sees its value (pyo3 shows a
     // constant default as "..."); an assertion above keeps it the engine's.
-    #[pyo3(signature = (batches, fanouts, replace=false, weighted=false, direction="in", seed=None, tensors=None, workers=2, prefetch=4, max_fanout=10000, lookahead=32))]
+    #[pyo3(signature = (batches, fanouts, replace=false, weighted=false, direction="in", seed=None, tensors=None, workers=2, prefetch=4, max_fanout=10000, lookahead=32, buffer_bytes=None))]
     #[allow(clippy::too_many_arguments)]
     fn sample_loader(
         &self,
@@ -344,13 +345,14 @@ impl Graph {
         prefetch: usize,
         max_fanout: i64,
         lookahead: usize,
+        buffer_bytes: Option<u64>,
     ) -> PyResult<SampleLoader> {
         let batches: Vec<Vec<u64>> = batches.try_iter()?.map(|b| u64_vec(&b?, "seeds")).collect::<PyResult<_>>()?;
         let tensors = tensors.map(names).transpose()?.unwrap_or_default();
         let o = sample_options(self::fanouts(fanouts)?, replace, weighted, direction, seed_or_random(py, seed)?, tensors.clone(), max_fanout)?;
         let store = self.store()?;
         let slot = self.slot.clone();
-        let cfg = PrefetchOptions { workers, prefetch, lookahead, reopen: Some(Arc::new(move || Ok(slot.get()?))) };
+        let cfg = PrefetchOptions { workers, prefetch, lookahead, buffer_bytes, reopen: Some(Arc::new(move || Ok(slot.get()?))) };
         let p = py.allow_threads(|| Prefetcher::new(store, batches, o, cfg)).map_err(err)?;
         Ok(SampleLoader::new(p, tensors))
     }

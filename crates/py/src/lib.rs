@@ -69,6 +69,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<graph::Graph>()?;
     m.add_class::<sample::PySample>()?;
     m.add_class::<loader::SampleLoader>()?;
+    m.add_function(wrap_pyfunction!(loader::loader_memory, m)?)?;
     m.add_class::<infer::PyModel>()?;
     m.add_function(wrap_pyfunction!(infer::load_model, m)?)?;
     m.add_function(wrap_pyfunction!(infer::batch_seed, m)?)?;

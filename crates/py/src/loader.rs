@@ -2,9 +2,12 @@
 //! gather features for) the next batches while Python trains on this one.
 
 use pyo3::prelude::*;
-use solidgraph_engine::loader::Prefetcher;
+use pyo3::types::PyDict;
+use solidgraph_engine::loader::{BatchShape, PrefetchOptions, Prefetcher, loader_memory as loader_memory_bound, plan_budget};
+use solidgraph_engine::sampler::SampleOptions;
 
 use crate::errors::err;
+use crate::graph::{Graph, parse_direction};
 use crate::sample::{PySample, to_py};
 
 /// Iterator over the sampled mini-batches of one epoch, in order (made by
@@ -49,4 +52,56 @@ impl SampleLoader {
     fn position(&self) -> usize {
         self.inner.position()
     }
+}
+
+/// The bound on a loader's memory outside the store's caches, in bytes by
+/// part (`ahead`, `gathered`, `handed`; `buffers`, the three within the
+/// cap; `working`, `store`, `total`), for batches of `batch_size` seeds
+/// sampled with `fanouts` and gathering `tensors`. With `memory_budget`,
+/// how the loader splits it: also `cache_bytes`, `row_cache_bytes`,
+/// `buffer_bytes` (the cap) and `minimum` (a budget below the minimum is an
+/// InvalidArgumentError naming it).
+#[pyfunction]
+#[pyo3(signature = (graph, batch_size, fanouts, tensors, direction="in", workers=2, prefetch=4, lookahead=32, memory_budget=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn loader_memory<'py>(
+    py: Python<'py>,
+    graph: PyRef<'py, Graph>,
+    batch_size: usize,
+    fanouts: Vec<i64>,
+    tensors: Vec<String>,
+    direction: &str,
+    workers: usize,
+    prefetch: usize,
+    lookahead: usize,
+    memory_budget: Option<u64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let store = graph.store()?;
+    let o = SampleOptions { fanouts, direction: parse_direction(direction)?, tensors, ..Default::default() };
+    let shape = BatchShape::of(&store, batch_size, &o).map_err(err)?;
+    let cfg = PrefetchOptions { workers, prefetch, lookahead, buffer_bytes: None, reopen: None };
+    let d = PyDict::new(py);
+    let m = match memory_budget {
+        None => loader_memory_bound(&shape, &cfg).map_err(err)?,
+        Some(budget) => {
+            let plan = plan_budget(budget, &shape, &cfg).map_err(err)?;
+            d.set_item("cache_bytes", plan.cache_bytes)?;
+            d.set_item("row_cache_bytes", plan.row_cache_bytes)?;
+            d.set_item("buffer_bytes", plan.buffer_bytes)?;
+            d.set_item("minimum", plan.minimum)?;
+            plan.memory
+        }
+    };
+    for (k, v) in [
+        ("ahead", m.ahead),
+        ("gathered", m.gathered),
+        ("handed", m.handed),
+        ("buffers", m.buffers),
+        ("working", m.working),
+        ("store", m.store),
+        ("total", m.total()),
+    ] {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
 }

@@ -1,0 +1,96 @@
+"""The loader's memory outside the caches: the bound (`memory_bytes`,
+`loader_memory`) against the measured growth of anonymous RSS, the split of
+a `memory_budget`, and its errors."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import solidgraph  # noqa: E402
+from solidgraph import InvalidArgumentError  # noqa: E402
+from solidgraph._native import loader_memory  # noqa: E402
+
+N = 60_000
+DIM = 64
+
+
+@pytest.fixture(scope="module")
+def g(tmp_path_factory):
+    rng = np.random.default_rng(3)
+    src = rng.integers(0, N, 16 * N)
+    dst = (src + rng.zipf(1.5, 16 * N)) % N
+    x = rng.standard_normal((N, DIM)).astype(np.float32)
+    path = tmp_path_factory.mktemp("lm") / "g.sg"
+    solidgraph.import_graph(path, (src, dst), {"x": x}, in_edges=True, dedup=True, num_nodes=N)
+    return solidgraph.open(path, cache_bytes=0)
+
+
+def anon_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no RssAnon")
+
+
+def test_bound_covers_measured_growth(g):
+    from solidgraph.torch import NeighborLoader
+
+    train = np.random.default_rng(0).choice(N, 40 * 512, replace=False)
+    loader = NeighborLoader(g, train, [15, 10], batch_size=512, shuffle=True, labels=None, prefetch=4, lookahead=16)
+    m = loader.memory
+    assert loader.memory_bytes == m["total"] == m["buffers"] + m["working"] + m["store"]
+    assert m["buffers"] == m["ahead"] + m["gathered"] + m["handed"]
+    before, peak, seen = anon_bytes(), 0, 0
+    for b in loader:
+        peak = max(peak, anon_bytes())
+        seen += b.batch_size
+        assert b.x.shape == (b.num_nodes, DIM)
+    assert seen == len(train)
+    # Generous: the bound counts every draw as a new node.
+    assert peak - before <= loader.memory_bytes, (peak - before, m)
+
+
+def test_bound_grows_with_each_knob(g):
+    at = lambda **k: loader_memory(g, **{"batch_size": 256, "fanouts": [10, 5], "tensors": ["x"], **k})["total"]  # noqa: E731
+    base = at()
+    assert at(batch_size=512) > base and at(fanouts=[10, 10]) > base
+    assert at(prefetch=8) > base and at(lookahead=64) > base and at(tensors=[]) < base
+    with pytest.raises(InvalidArgumentError, match="fanout -1"):
+        at(fanouts=[10, -1])
+
+
+def test_budget_split_and_minimum(g):
+    from solidgraph.torch import NeighborLoader
+
+    kw = dict(batch_size=256, fanouts=[10, 5], tensors=["x"])
+    with pytest.raises(InvalidArgumentError, match="minimum of") as e:
+        loader_memory(g, **kw, memory_budget=1 << 20)
+    minimum = int(str(e.value).split("minimum of ")[1].split(" ")[0])
+    with pytest.raises(InvalidArgumentError, match=str(minimum)):
+        NeighborLoader(g, np.arange(1000), [10, 5], batch_size=256, labels=None, memory_budget=minimum - 1)
+    last = None
+    for budget in [minimum, minimum + (16 << 20), 4 << 30]:
+        p = loader_memory(g, **kw, memory_budget=budget)
+        assert p["minimum"] == minimum
+        assert p["cache_bytes"] + p["row_cache_bytes"] + p["total"] == budget
+        assert p["cache_bytes"] >= 8 << 20
+        if last:
+            assert p["buffer_bytes"] >= last["buffer_bytes"] and p["row_cache_bytes"] >= last["row_cache_bytes"]
+        last = p
+
+
+def test_budgeted_loader_gives_the_same_batches(g):
+    from solidgraph.torch import NeighborLoader
+
+    seeds = np.random.default_rng(1).choice(N, 8 * 256, replace=False)
+    kw = dict(batch_size=256, labels=None, seed=11)
+    free = [b.n_id.numpy() for b in NeighborLoader(g, seeds, [10, 5], **kw)]
+    minimum = loader_memory(g, 256, [10, 5], ["x"], memory_budget=1 << 40)["minimum"]
+    tight = NeighborLoader(g, seeds, [10, 5], memory_budget=minimum, **kw)
+    got = list(tight)
+    assert len(got) == len(free)
+    for a, b in zip(free, got):
+        np.testing.assert_array_equal(a, b.n_id.numpy())
+    assert tight.memory["total"] <= minimum
