@@ -16,7 +16,7 @@ pub mod sync;
 mod volume;
 
 pub use backend::BackendKind;
-pub use backend::sim::{CrashMode, Faults, SECTOR, SimDisk};
+pub use backend::sim::{CrashMode, Faults, OpKinds, SECTOR, SimDisk};
 pub use buf::{ALIGN, AlignedBuf};
 pub use error::{IoError, Result};
 pub use stats::MemberStats;

@@ -132,6 +132,7 @@ impl Store {
 
     /// Merge with the writer's batch lock held.
     pub(crate) fn merge_locked(&self, w: &Writer) -> Result<MergeReport> {
+        w.check_usable()?;
         let t0 = Instant::now();
         let lsn = w.wal.appended_lsn();
         // The checkpoint will name every appended record: they must be
@@ -155,12 +156,18 @@ impl Store {
             staged,
             retired: Vec::new(),
             rep: MergeReport { updates: delta.ops, ..Default::default() },
+            committing: false,
         };
         let built = m.build(lsn);
         let (mut rep, written, retired) = (m.rep, m.staged.written, m.retired);
         let new_base = match built {
             Ok(b) => b,
             Err(e) => {
+                if m.committing {
+                    // The new superblock may be on disk (or reach it with
+                    // the next sync) naming pages the old base calls free.
+                    w.set_broken(e.to_string());
+                }
                 space.reset(&base);
                 return Err(e);
             }
@@ -209,6 +216,9 @@ struct Merger<'a> {
     /// Pages only the old base names.
     retired: Vec<u64>,
     rep: MergeReport,
+    /// Set once the superblock write is issued: a failure from then on
+    /// leaves the commit's outcome unknown.
+    committing: bool,
 }
 
 impl Merger<'_> {
@@ -307,6 +317,7 @@ impl Merger<'_> {
         let which = epoch % 2;
         let mut sbuf = AlignedBuf::zeroed(ps);
         new_sb.encode(which, &mut sbuf[..]);
+        self.committing = true;
         vol.write(&[which], &sbuf[..])?;
         vol.sync(false)?;
         self.staged.written += 1;

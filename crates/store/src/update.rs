@@ -30,6 +30,7 @@ impl Store {
     /// batch that crossed it merges (with the batch lock held, so writers
     /// wait and readers do not).
     fn commit(&self, w: &Writer, op: Op, edges_added: i64, durable: bool) -> Result<u64> {
+        w.check_usable()?;
         let lsn = w.wal.append(&record(edges_added, &op))?;
         let shape = Shape::of(&self.base().sb);
         let apply = || {

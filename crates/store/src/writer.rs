@@ -6,6 +6,8 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Mutex;
 
+use solidgraph_io::sync::MutexExt;
+
 use crate::base::Base;
 use crate::delta::{Delta, Op, Shape};
 use crate::error::{Result, StoreError, file_err};
@@ -19,6 +21,11 @@ pub(crate) struct Writer {
     pub space: Mutex<Space>,
     /// Pending-update bytes that trigger a merge (0: never by itself).
     pub delta_budget: u64,
+    /// Why the writer refuses work: a merge failed at or after writing its
+    /// superblock, so which superblock is on disk is unknown, and the next
+    /// merge could overwrite pages a durable superblock names. Reopening
+    /// reads whichever copy is there and replays the log.
+    broken: Mutex<Option<String>>,
     /// Held for the life of the store: one writer process.
     _lock: File,
 }
@@ -30,7 +37,25 @@ impl Writer {
         let lock = lock(&dir.join("writer.lock"))?;
         let (wal, records) = Wal::open(&dir.join("wal.log"), base.sb.checkpoint_lsn)?;
         let space = Mutex::new(Space::new(base));
-        Ok((Writer { wal, serial: Mutex::new(()), space, delta_budget, _lock: lock }, records))
+        Ok((Writer { wal, serial: Mutex::new(()), space, delta_budget, broken: Mutex::new(None), _lock: lock }, records))
+    }
+
+    /// An error once a merge's commit failed (see `broken`).
+    pub fn check_usable(&self) -> Result<()> {
+        match &*self.broken.locked() {
+            None => Ok(()),
+            Some(why) => Err(StoreError::Io(solidgraph_io::IoError::Os {
+                path: self.wal.path().parent().unwrap_or(self.wal.path()).to_path_buf(),
+                source: std::io::Error::other(format!(
+                    "a merge failed while committing ({why}); the store takes no more updates or merges until it is reopened (reopening recovers every acknowledged update)"
+                )),
+            })),
+        }
+    }
+
+    /// Refuses all later writes: a merge failed at its commit with `why`.
+    pub fn set_broken(&self, why: String) {
+        self.broken.locked().get_or_insert(why);
     }
 }
 

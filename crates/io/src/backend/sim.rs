@@ -2,11 +2,15 @@
 //!
 //! It keeps, per member, the bytes a reader sees now and the bytes that
 //! survived the last fsync, plus every write since then. Faults: EIO on the
-//! Nth operation, a bit flip in the Nth operation's read data, a power cut
-//! after the Nth operation (every later operation fails until `crash` builds
-//! the post-crash image: unsynced writes lost, applied, or torn to a prefix
-//! of their sectors). Ops of a batch complete in a seeded random order with
-//! at most `cap` per member in flight, like a real device queue.
+//! Nth operation, on every operation from the Nth on (a failing device), or
+//! on each operation with a seeded probability, limited to reads, writes or
+//! syncs if asked, and a failed write may still land (a device that wrote
+//! and then reported an error); a bit flip in the Nth operation's read
+//! data; a power cut after the Nth operation (every later operation fails
+//! until `crash` builds the post-crash image: unsynced writes lost, applied,
+//! or torn to a prefix of their sectors). Ops of a batch complete in a
+//! seeded random order with at most `cap` per member in flight, like a real
+//! device queue.
 
 use std::ops::Range;
 use std::path::Path;
@@ -30,10 +34,50 @@ pub enum CrashMode {
     Torn { seed: u64 },
 }
 
+/// Which operations an EIO fault may hit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OpKinds {
+    #[default]
+    All,
+    Reads,
+    Writes,
+    Syncs,
+}
+
+impl OpKinds {
+    fn has(self, kind: OpKind) -> bool {
+        match self {
+            OpKinds::All => true,
+            OpKinds::Reads => kind == OpKind::Read,
+            OpKinds::Writes => kind == OpKind::Write,
+            OpKinds::Syncs => kind == OpKind::Sync,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OpKind {
+    Read,
+    Write,
+    Sync,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Faults {
     /// The operation with this number (counting from 0) fails with EIO.
     pub eio_at: Option<u64>,
+    /// Operations with this number and later fail with EIO (a device gone
+    /// bad), until the faults are cleared.
+    pub eio_from: Option<u64>,
+    /// Each operation fails with EIO with this probability in parts per
+    /// million, drawn from `eio_seed`.
+    pub eio_ppm: u32,
+    pub eio_seed: u64,
+    /// The operations the three EIO faults above may hit.
+    pub eio_kinds: OpKinds,
+    /// A write that fails with EIO still lands (unsynced), so the caller
+    /// cannot tell whether it did.
+    pub eio_write_lands: bool,
     /// The read operation with this number returns data with one bit flipped
     /// at (byte, bit) within the op.
     pub flip_at: Option<(u64, usize, u8)>,
@@ -50,8 +94,12 @@ struct State {
     members: Vec<Member>,
     unsynced: Vec<(usize, u64, Vec<u8>)>,
     ops: u64,
+    /// Operations failed with an injected EIO since the faults were set.
+    eios: u64,
     faults: Faults,
     rng: u64,
+    /// Draws of the random EIO fault.
+    eio_rng: u64,
 }
 
 /// A set of simulated member disks, shared between the test and the volumes
@@ -74,8 +122,10 @@ impl SimDisk {
                 members: (0..members).map(|_| Member { now: Vec::new(), durable: Vec::new() }).collect(),
                 unsynced: Vec::new(),
                 ops: 0,
+                eios: 0,
                 faults: Faults::default(),
                 rng: seed | 1,
+                eio_rng: 1,
             }),
         })
     }
@@ -84,8 +134,18 @@ impl SimDisk {
         self.state.locked().members.len()
     }
 
+    /// Replaces the faults (`Faults::default()` clears them); resets the
+    /// count of injected EIOs.
     pub fn set_faults(&self, faults: Faults) {
-        self.state.locked().faults = faults;
+        let mut s = self.state.locked();
+        s.eio_rng = faults.eio_seed | 1;
+        s.eios = 0;
+        s.faults = faults;
+    }
+
+    /// Operations failed with an injected EIO since the faults were set.
+    pub fn eios(&self) -> u64 {
+        self.state.locked().eios
     }
 
     /// Sets member `m`'s image, current and durable (say, a store built on
@@ -150,30 +210,53 @@ impl SimDisk {
     }
 
     /// Starts an operation: counts it and applies the op-numbered faults.
-    fn begin(st: &mut State) -> std::result::Result<u64, &'static str> {
+    fn begin(st: &mut State, kind: OpKind) -> std::result::Result<u64, Fault> {
         let n = st.ops;
         st.ops += 1;
         if st.faults.power_cut_at.is_some_and(|c| n >= c) {
-            return Err("simulated power cut");
+            return Err(Fault::PowerCut);
         }
-        if st.faults.eio_at == Some(n) {
-            return Err("simulated EIO");
+        if st.faults.eio_at == Some(n) || Self::eio_here(st, n, kind) {
+            st.eios += 1;
+            return Err(Fault::Eio);
         }
         Ok(n)
     }
 
-    fn run_op(st: &mut State, op: &IoOp) -> std::result::Result<(), IoError> {
-        let n = Self::begin(st).map_err(|why| sim_err(op, why))?;
+    /// Whether the sticky or random EIO fault hits operation `n`.
+    fn eio_here(st: &mut State, n: u64, kind: OpKind) -> bool {
+        let f = &st.faults;
+        if !f.eio_kinds.has(kind) {
+            return false;
+        }
+        if f.eio_from.is_some_and(|from| n >= from) {
+            return true;
+        }
+        f.eio_ppm > 0 && xorshift(&mut st.eio_rng) % 1_000_000 < u64::from(f.eio_ppm)
+    }
+
+    fn run_op(st: &mut State, op: &IoOp, path: &Path) -> std::result::Result<(), IoError> {
+        let kind = if op.write { OpKind::Write } else { OpKind::Read };
+        let begun = Self::begin(st, kind);
         let m = op.member as usize;
         let (off, len) = (op.offset as usize, op.len as usize);
+        let lands = op.write && begun == Err(Fault::Eio) && st.faults.eio_write_lands;
+        let n = match begun {
+            Ok(n) => n,
+            Err(_) if lands => u64::MAX,
+            Err(f) => return Err(sim_err(op, path, f)),
+        };
         if off + len > st.members[m].now.len() {
-            return Err(IoError::ShortRead { path: format!("sim{m}").into(), offset: op.offset });
+            return Err(IoError::ShortRead { path: path.to_path_buf(), offset: op.offset });
         }
         // SAFETY: op.buf is valid for op.len bytes for the life of the batch.
         let buf = unsafe { std::slice::from_raw_parts_mut(op.buf, len) };
         if op.write {
             st.members[m].now[off..off + len].copy_from_slice(buf);
             st.unsynced.push((m, op.offset, buf.to_vec()));
+            if lands {
+                return Err(sim_err(op, path, Fault::Eio));
+            }
         } else {
             buf.copy_from_slice(&st.members[m].now[off..off + len]);
             if let Some((at, byte, bit)) = st.faults.flip_at
@@ -186,8 +269,29 @@ impl SimDisk {
     }
 }
 
-fn sim_err(op: &IoOp, why: &'static str) -> IoError {
-    IoError::Device { path: format!("sim{}", op.member).into(), offset: op.offset, len: op.len as u64, source: std::io::Error::other(why) }
+/// An injected failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Eio,
+    PowerCut,
+}
+
+impl Fault {
+    fn io_error(self) -> std::io::Error {
+        match self {
+            Fault::Eio => std::io::Error::from_raw_os_error(libc::EIO),
+            Fault::PowerCut => std::io::Error::other("simulated power cut"),
+        }
+    }
+}
+
+fn sim_err(op: &IoOp, path: &Path, f: Fault) -> IoError {
+    IoError::Device { path: path.to_path_buf(), offset: op.offset, len: op.len as u64, source: f.io_error() }
+}
+
+/// The member's path as the volume names it (sim<m> when it names none).
+fn member_path(ctx: &ExecCtx, m: usize) -> std::path::PathBuf {
+    ctx.paths.get(m).cloned().unwrap_or_else(|| format!("sim{m}").into())
 }
 
 pub(crate) struct SimBackend {
@@ -223,7 +327,7 @@ impl Backend for SimBackend {
             let pick = (xorshift(&mut st.rng) % inflight.len() as u64) as usize;
             let (m, i) = inflight.swap_remove(pick);
             per_member[m] -= 1;
-            match SimDisk::run_op(&mut st, &ops[i]) {
+            match SimDisk::run_op(&mut st, &ops[i], &member_path(ctx, m)) {
                 Ok(()) => ctx.counters[m].record_io(ops[i].write, ops[i].len as u64, Duration::from_micros(1)),
                 Err(e) => {
                     first_err.get_or_insert(e);
@@ -239,8 +343,8 @@ impl Backend for SimBackend {
 
     fn sync(&self, member: usize, _metadata: bool, path: &Path) -> Result<()> {
         let mut st = self.disk.state.locked();
-        if let Err(why) = SimDisk::begin(&mut st) {
-            return Err(IoError::Os { path: path.to_path_buf(), source: std::io::Error::other(why) });
+        if let Err(f) = SimDisk::begin(&mut st, OpKind::Sync) {
+            return Err(IoError::Os { path: path.to_path_buf(), source: f.io_error() });
         }
         let st = &mut *st;
         st.unsynced.retain(|(m, _, _)| *m != member);
