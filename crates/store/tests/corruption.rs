@@ -78,7 +78,7 @@ fn answer(s: &Store) -> std::result::Result<Answer, String> {
             },
         )
         .map_err(|e| e.to_string())?,
-        levels: bfs(s, 0, None, false, &|_, _, _| {}).map_err(|e| e.to_string())?.levels,
+        levels: bfs(s, 0, None, false, &solidgraph_engine::silent).map_err(|e| e.to_string())?.levels,
     })
 }
 
