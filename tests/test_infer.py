@@ -532,3 +532,62 @@ def test_infer_all_on_a_renumbered_store(cora, tmp_path):
     with torch.no_grad():
         ref = m(cora.xt, cora.ei).numpy()
     assert rel_err(np.asarray(out), ref) < TOL, rel_err(np.asarray(out), ref)
+
+
+@pytest.mark.parametrize("order", ["input", "degree"])
+def test_infer_all_into_a_store_tensor(rand, tmp_path, order):
+    """store_tensor=True adds the output as a real node tensor: it equals the
+    memmap (in the user's order, also on a renumbered store), the sampler
+    gathers it, it survives reopening, and a name in use or a read-only
+    store is refused before any work."""
+    indptr, indices = rand.g.neighbors(np.arange(rand.g.num_nodes), "out")[:2]
+    src = np.repeat(np.arange(rand.g.num_nodes), np.diff(indptr))
+    path = tmp_path / "st"
+    solidgraph.import_graph(path, (src, indices), {"x": rand.x}, in_edges=True, num_nodes=rand.g.num_nodes, order=order)
+    model = export(make_model("gcn", 12, seed=21), tmp_path / "gcn")
+    with pytest.raises(InvalidArgumentError, match="needs the store opened writable"):
+        solidgraph.open(path).infer_all(model, out_tensor="emb", store_tensor=True)
+    with solidgraph.open(path, writable=True) as g:
+        with pytest.raises(InvalidArgumentError, match="already has a tensor named \"x\""):
+            g.infer_all(model, out_tensor="x", store_tensor=True)
+        assert not (path / "infer" / "x").exists()  # refused before any work
+        out = np.array(g.infer_all(model, out_tensor="emb", chunk_bytes=1 << 20, store_tensor=True))
+        assert g.tensors["emb"] == ("float32", 8)
+        np.testing.assert_array_equal(g.tensor("emb", np.arange(g.num_nodes)), out)
+        with torch.no_grad():
+            ref = make_model("gcn", 12, seed=21)(rand.xt, rand.ei).numpy()
+        assert rel_err(out, ref) < TOL
+    g = solidgraph.open(path)
+    ids = np.array([7, 0, 499, 7])
+    np.testing.assert_array_equal(g.tensor("emb", ids), out[ids])
+    s = g.sample_neighbors(np.array([3, 4]), [4], seed=1, tensors=["emb"])
+    np.testing.assert_array_equal(s.tensors["emb"], out[s.node])
+    g.verify()
+
+
+def test_cli_add_tensor(rand, sage_dir, tmp_path):
+    import os
+    import shutil
+    import subprocess
+
+    bin_ = os.environ.get("SOLIDGRAPH_BIN", "target/release/solidgraph")
+    if not Path(bin_).exists():
+        pytest.skip(f"{bin_} is not built (cargo build --release -p solidgraph-cli)")
+    path = tmp_path / "copy"
+    shutil.copytree(rand.g.path, path, ignore=shutil.ignore_patterns("infer", "writer.lock"))
+    run = [bin_, "infer", str(path), "--model", str(sage_dir), "--all", "--tensor", "cli-emb", "--add-tensor"]
+    subprocess.run(run, capture_output=True, check=True)
+    g = solidgraph.open(path)
+    np.testing.assert_array_equal(g.tensor("cli-emb", np.arange(g.num_nodes)), rand.g.infer_all(sage_dir, out_tensor="cli-ref"))
+    del g
+    again = subprocess.run(run, capture_output=True, text=True)
+    assert again.returncode != 0 and "already has a tensor named" in again.stderr
+
+
+def test_infer_all_pinned_rows_change_nothing(rand, tmp_path):
+    """Pinning the most referenced rows of a layer's input (all of them, two
+    pages, none) gives the same output bit for bit."""
+    model = export(make_model("gcn", 12, seed=23), tmp_path / "gcn")
+    outs = [np.array(rand.g.infer_all(model, out_tensor=f"pin-{b}", chunk_bytes=1 << 20, row_cache_bytes=b)) for b in [256 << 20, 8192, 0]]
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], outs[2])

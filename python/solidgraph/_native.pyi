@@ -31,6 +31,7 @@ __all__ = [
     "load_model",
     "loader_memory",
     "open",
+    "time_kernel",
     "BlankNode",
     "DefaultGraph",
     "NamedNode",
@@ -419,6 +420,8 @@ class Graph:
         features: _Names = "x",
         chunk_bytes: int = 268435456,
         keep_intermediate: bool = False,
+        store_tensor: bool = False,
+        row_cache_bytes: int = 268435456,
         progress: _Progress = False,
     ) -> _F32:
         """Whole-graph GNN inference layer by layer: every node's output row
@@ -427,7 +430,11 @@ class Graph:
         `STORE/infer/out_tensor/` (memory bounded by `chunk_bytes`). Returns
         a read-only float32 numpy.memmap of shape (num_nodes, out_dim) in node
         order. An interrupted call resumes at the first unfinished layer when
-        repeated with the same model and store. See `solidgraph.infer`."""
+        repeated with the same model and store. With `store_tensor=True`
+        (writable=True) the output is also added to the store as node tensor
+        `out_tensor`. Each layer keeps the `row_cache_bytes` of the previous
+        layer's rows its edges reference most (hub rows) in memory for all
+        of its chunks. See `solidgraph.infer`."""
     def random_walks(
         self, starts: _Ids, length: int, p: float = 1.0, q: float = 1.0, seed: int | None = None, direction: str = "out"
     ) -> _I64:
@@ -502,6 +509,13 @@ class Graph:
         """Deletes edges; each must exist."""
     def update_edge_weights(self, src: _Ids, dst: _Ids, weights: npt.ArrayLike, durable: bool = True) -> None:
         """Sets the weights of existing edges."""
+    def add_tensor(self, name: str, array: npt.ArrayLike) -> None:
+        """Adds node tensor `name`: (num_nodes,) or (num_nodes, dim), one row
+        per node in id order, of float32, float16, int64, int32, uint8 or
+        bool. Written as the store's own checksummed pages and committed by
+        an atomic superblock switch (a crash leaves the store as it was);
+        pending updates are merged first. Needs writable=True; a name in use
+        is refused (InvalidArgumentError)."""
     def update_tensor(self, name: str, ids: _Ids, rows: npt.ArrayLike, durable: bool = True) -> None:
         """Overwrites tensor rows (UpdateEmbed): (len(ids), dim), of the
         stored dtype or one numpy casts to it by its `same_kind` rule
@@ -618,6 +632,23 @@ def load_model(path: _StrPath, plugins: _StrPath | None = None, plugin_names: Se
 
 def batch_seed(seed: int, i: int) -> int:
     """The seed batch `i` of `Graph.infer(..., seed=seed)` (and of `Graph.sample_loader`) samples with."""
+
+def time_kernel(
+    op: str,
+    x: npt.ArrayLike,
+    w: npt.ArrayLike | None = None,
+    bias: npt.ArrayLike | None = None,
+    indptr: _Ids | None = None,
+    indices: _Ids | None = None,
+    n_src: int | None = None,
+    reduce: str = "sum",
+    kernel: str = "cpu",
+    repeat: int = 1,
+) -> tuple[_F32, list[float]]:
+    """Runs one op's kernel ("gemm": x w^T + bias; "spmm": aggregation of
+    x's rows over the CSR indptr/indices by destination) `repeat` times with
+    the GIL released: the output and the seconds of each run (the kernel
+    alone). For benchmarks/kernels.py; see `solidgraph.infer.time_kernel`."""
 
 def bench_io(
     paths: Sequence[_StrPath],

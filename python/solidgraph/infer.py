@@ -45,9 +45,9 @@ from pathlib import Path
 
 import numpy as np
 
-from solidgraph._native import InferModel, InvalidArgumentError, batch_seed, load_model
+from solidgraph._native import InferModel, InvalidArgumentError, batch_seed, load_model, time_kernel
 
-__all__ = ["NGCF", "InferModel", "batch_seed", "export", "load"]
+__all__ = ["NGCF", "InferModel", "batch_seed", "export", "load", "time_kernel"]
 
 FORMAT = "solidgraph-dfg"
 VERSION = 1

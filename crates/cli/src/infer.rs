@@ -41,6 +41,14 @@ pub struct InferArgs {
     /// With --tensor: keep the intermediate layers' row files.
     #[arg(long)]
     pub keep_intermediate: bool,
+    /// With --tensor: bytes of the previous layer's most referenced rows each
+    /// layer keeps in memory for all its chunks, e.g. 256M (0: none).
+    #[arg(long, default_value = "256M", value_parser = parse_size)]
+    pub row_cache_bytes: u64,
+    /// With --tensor: also add the output to the store as node tensor NAME
+    /// (opens the store writable; refused if the name is in use).
+    #[arg(long, requires = "tensor")]
+    pub add_tensor: bool,
     /// With --tensor: the per-layer report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -89,7 +97,14 @@ fn bar(len: u64) -> indicatif::ProgressBar {
 
 /// `--all --tensor NAME`: layer by layer, one progress bar per layer.
 fn infer_all_cmd(a: &InferArgs, store: &Store, model: &Model, name: &str) -> CliResult {
-    let o = WholeOptions { out: name.to_string(), features: a.features.clone(), chunk_bytes: a.chunk_bytes as usize, keep_intermediate: a.keep_intermediate };
+    let o = WholeOptions {
+        out: name.to_string(),
+        features: a.features.clone(),
+        chunk_bytes: a.chunk_bytes as usize,
+        keep_intermediate: a.keep_intermediate,
+        store_tensor: a.add_tensor,
+        row_cache_bytes: a.row_cache_bytes,
+    };
     let pb = bar(store.num_nodes());
     let r = infer_all(store, model, &o, &mut |p| {
         pb.set_message(format!("layer {}/{}", p.level + 1, p.levels));
@@ -101,7 +116,7 @@ fn infer_all_cmd(a: &InferArgs, store: &Store, model: &Model, name: &str) -> Cli
         .iter()
         .map(|l| {
             serde_json::json!({"layer": l.level + 1, "skipped": l.skipped, "seconds": l.seconds, "store_bytes": l.store_bytes,
-                "row_bytes": l.row_bytes, "written_bytes": l.written_bytes})
+                "row_bytes": l.row_bytes, "row_read_bytes": l.row_read_bytes, "pinned_bytes": l.pinned_bytes, "written_bytes": l.written_bytes})
         })
         .collect();
     if a.json {
@@ -112,7 +127,10 @@ fn infer_all_cmd(a: &InferArgs, store: &Store, model: &Model, name: &str) -> Cli
             let what = if l.skipped {
                 "done before (skipped)".to_string()
             } else {
-                format!("{:.2} s, {} B read from the store, {} B from row files, {} B written", l.seconds, l.store_bytes, l.row_bytes, l.written_bytes)
+                format!(
+                    "{:.2} s, {} B read from the store, {} B of rows gathered ({} B read from row files, {} B pinned), {} B written",
+                    l.seconds, l.store_bytes, l.row_bytes, l.row_read_bytes, l.pinned_bytes, l.written_bytes
+                )
             };
             eprintln!("layer {}: {what}", l.level + 1);
         }
@@ -123,7 +141,7 @@ fn infer_all_cmd(a: &InferArgs, store: &Store, model: &Model, name: &str) -> Cli
 
 pub fn infer_cmd(a: InferArgs) -> CliResult {
     let model = Model::load(&a.model)?;
-    let store = Arc::new(Store::open(&a.path, &OpenOptions { cache_bytes: a.cache, ..Default::default() })?);
+    let store = Arc::new(Store::open(&a.path, &OpenOptions { cache_bytes: a.cache, writable: a.add_tensor, ..Default::default() })?);
     if let Some(name) = &a.tensor {
         return infer_all_cmd(&a, &store, &model, name);
     }

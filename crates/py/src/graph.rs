@@ -391,9 +391,16 @@ impl Graph {
     /// (memory bounded by `chunk_bytes`). Returns a read-only float32
     /// numpy.memmap of shape (num_nodes, out_dim) in node order. A call
     /// interrupted (a crash, a kill) resumes at the first unfinished layer
-    /// when repeated with the same model and store. See `solidgraph.infer`.
-    #[pyo3(signature = (model, out_tensor="emb".to_string(), features=crate::infer::Features::x(), chunk_bytes=256 << 20, keep_intermediate=false, progress=ProgressArg::default()))]
-    #[pyo3(text_signature = "(self, model, out_tensor='emb', features='x', chunk_bytes=268435456, keep_intermediate=False, progress=False)")]
+    /// when repeated with the same model and store. With
+    /// `store_tensor=True` (a writable Graph) the output is also added to
+    /// the store as node tensor `out_tensor` (see `add_tensor`). Each layer
+    /// keeps the `row_cache_bytes` of the previous layer's rows its edges
+    /// reference most (hub rows) in memory for all of its chunks.
+    /// See `solidgraph.infer`.
+    #[pyo3(signature = (model, out_tensor="emb".to_string(), features=crate::infer::Features::x(), chunk_bytes=256 << 20, keep_intermediate=false, store_tensor=false, row_cache_bytes=256 << 20, progress=ProgressArg::default()))]
+    #[pyo3(
+        text_signature = "(self, model, out_tensor='emb', features='x', chunk_bytes=268435456, keep_intermediate=False, store_tensor=False, row_cache_bytes=268435456, progress=False)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn infer_all<'py>(
         &self,
@@ -403,9 +410,11 @@ impl Graph {
         features: crate::infer::Features,
         chunk_bytes: usize,
         keep_intermediate: bool,
+        store_tensor: bool,
+        row_cache_bytes: u64,
         progress: ProgressArg<'py>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        crate::infer::infer_all(py, self.store()?, model, out_tensor, features, chunk_bytes, keep_intermediate, progress)
+        crate::infer::infer_all(py, self.store()?, model, out_tensor, features, chunk_bytes, keep_intermediate, store_tensor, row_cache_bytes, progress)
     }
 
     /// Random walks from `starts`, all advanced together: an int64 array of
@@ -623,6 +632,16 @@ impl Graph {
         let (s, d) = (internal(&store, u64_vec(src, "src")?)?, internal(&store, u64_vec(dst, "dst")?)?);
         let w = typed_vec::<f32>(weights, "float32", "weights")?;
         py.allow_threads(|| store.update_edge_weights(&s, &d, &w, durable)).map_err(err)
+    }
+
+    /// Adds node tensor `name` from `array`, one row per node in id order
+    /// ((num_nodes,) or (num_nodes, dim); float32, float16, int64, int32,
+    /// uint8 or bool): written as the store's own checksummed pages and
+    /// committed atomically by a superblock switch (a crash leaves the store
+    /// as it was). Pending updates are merged first. Needs a writable open;
+    /// a name in use is refused.
+    fn add_tensor(&self, py: Python<'_>, name: &str, array: &Bound<'_, PyAny>) -> PyResult<()> {
+        crate::addtensor::add_tensor(py, &*self.store()?, name, array)
     }
 
     /// Overwrites rows of a tensor: a (len(ids), dim) array of the stored

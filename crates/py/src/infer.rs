@@ -192,11 +192,13 @@ pub fn infer_all<'py>(
     features: Features,
     chunk_bytes: usize,
     keep_intermediate: bool,
+    store_tensor: bool,
+    row_cache_bytes: u64,
     progress: ProgressArg<'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let model = model_arg(py, model)?;
     let rep = Reporter::new(py, "infer_all", progress)?;
-    let o = WholeOptions { out: out_tensor, features: features.names(), chunk_bytes, keep_intermediate };
+    let o = WholeOptions { out: out_tensor, features: features.names(), chunk_bytes, keep_intermediate, store_tensor, row_cache_bytes };
     let r =
         py.allow_threads(|| run_all(&store, &model, &o, &mut |p| rep.report(&format!("layer {}/{}", p.level + 1, p.levels), p.done, p.total))).map_err(err)?;
     let np = py.import("numpy")?;
@@ -208,4 +210,104 @@ pub fn infer_all<'py>(
     kw.set_item("mode", "r")?;
     kw.set_item("shape", (r.rows, r.cols))?;
     np.getattr("memmap")?.call((r.path,), Some(&kw))
+}
+
+/// A 2-D float32 array as a runner tensor (one copy, outside any timing).
+fn f32_matrix(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<solidgraph_runner::Tensor> {
+    let shape: Vec<usize> = obj.getattr("shape")?.extract()?;
+    let [rows, cols] = shape[..] else {
+        return Err(invalid(format!("{what} must be 2-D, not shape {shape:?}")));
+    };
+    let flat = obj.call_method1("reshape", (-1,))?;
+    let data = crate::convert::typed_vec::<f32>(&flat, "float32", what)?;
+    Ok(solidgraph_runner::Tensor::new(rows, cols, data))
+}
+
+/// `solidgraph.infer.time_kernel`: runs one op's kernel `repeat` times on
+/// the given operands with the GIL released and returns its output and the
+/// seconds of each run (the kernel alone: operands are converted before).
+/// For the kernel benchmark (benchmarks/kernels.py) and tests.
+#[pyfunction]
+#[pyo3(signature = (op, x, w=None, bias=None, indptr=None, indices=None, n_src=None, reduce="sum", kernel="cpu", repeat=1))]
+#[allow(clippy::too_many_arguments)]
+pub fn time_kernel<'py>(
+    py: Python<'py>,
+    op: &str,
+    x: &Bound<'py, PyAny>,
+    w: Option<&Bound<'py, PyAny>>,
+    bias: Option<&Bound<'py, PyAny>>,
+    indptr: Option<&Bound<'py, PyAny>>,
+    indices: Option<&Bound<'py, PyAny>>,
+    n_src: Option<usize>,
+    reduce: &str,
+    kernel: &str,
+    repeat: usize,
+) -> PyResult<(Bound<'py, PyAny>, Vec<f64>)> {
+    use solidgraph_runner::dfg::{Norm, Reduce, SelfLoops};
+    use solidgraph_runner::kernels::{cpu::Cpu, reference::Reference};
+    use solidgraph_runner::{Args, Block, Kernel, Op};
+
+    if !(1..=1000).contains(&repeat) {
+        return Err(invalid(format!("repeat must be 1..=1000, not {repeat}")));
+    }
+    let k: Box<dyn Kernel> = match kernel {
+        "cpu" => Box::new(Cpu),
+        "reference" => Box::new(Reference),
+        _ => return Err(invalid(format!("kernel {kernel:?} is not \"cpu\" or \"reference\""))),
+    };
+    let xt = f32_matrix(x, "x")?;
+    let (the_op, mut operands, view) = match op {
+        "gemm" => {
+            let w = f32_matrix(w.ok_or_else(|| invalid("gemm needs w"))?, "w")?;
+            if w.cols != xt.cols {
+                return Err(invalid(format!("x has {} columns, w (out x in) {}", xt.cols, w.cols)));
+            }
+            let mut v = vec![w];
+            if let Some(b) = bias {
+                let b = f32_matrix(b, "bias")?;
+                if (b.rows, b.cols) != (1, v[0].rows) {
+                    return Err(invalid(format!("bias must be (1, {}), not ({}, {})", v[0].rows, b.rows, b.cols)));
+                }
+                v.push(b);
+            }
+            let bias = (v.len() == 2).then(|| "b".to_string());
+            (Op::Gemm { x: "x".into(), weight: "w".into(), bias }, v, None)
+        }
+        "spmm" => {
+            let reduce = match reduce {
+                "sum" => Reduce::Sum,
+                "mean" => Reduce::Mean,
+                "max" => Reduce::Max,
+                _ => return Err(invalid(format!("reduce {reduce:?} is not sum, mean or max"))),
+            };
+            let indptr: Vec<usize> = u64_vec(indptr.ok_or_else(|| invalid("spmm needs indptr"))?, "indptr")?.into_iter().map(|v| v as usize).collect();
+            let indices = u64_vec(indices.ok_or_else(|| invalid("spmm needs indices"))?, "indices")?;
+            let n_src = n_src.unwrap_or(xt.rows);
+            if n_src != xt.rows || indices.iter().any(|&u| u >= n_src as u64) || indptr.is_empty() {
+                return Err(invalid(format!("spmm: x has {} rows; indices must be below it and indptr non-empty", xt.rows)));
+            }
+            let indices: Vec<u32> = indices.into_iter().map(|u| u as u32).collect();
+            let block = Block::new(indptr.len() - 1, n_src, indptr, indices, None).map_err(err)?;
+            let op = Op::Spmm { x: "x".into(), block: 0, reduce, norm: Norm::None, self_loops: SelfLoops::None, edge_weight: false, edge_values: None };
+            (op, Vec::new(), Some(block.view(SelfLoops::None, false, Norm::None)))
+        }
+        _ => return Err(invalid(format!("op {op:?} is not \"gemm\" or \"spmm\""))),
+    };
+    operands.insert(0, xt);
+    let (out, secs) = py
+        .allow_threads(|| {
+            let refs: Vec<&solidgraph_runner::Tensor> = operands.iter().collect();
+            let mut secs = Vec::with_capacity(repeat);
+            let mut out = None;
+            for _ in 0..repeat {
+                let t = std::time::Instant::now();
+                let o = k.run(&the_op, &Args { x: &refs, block: None, edges: view.as_ref() })?;
+                secs.push(t.elapsed().as_secs_f64());
+                out = Some(o);
+            }
+            Ok::<_, String>((out.expect("repeat >= 1"), secs))
+        })
+        .map_err(|m| invalid(format!("kernel {kernel} failed: {m}")))?;
+    let (rows, cols) = (out.rows, out.cols);
+    Ok((PyArray1::from_vec(py, out.data).call_method1("reshape", ((rows, cols),))?, secs))
 }

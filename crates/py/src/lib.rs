@@ -1,5 +1,6 @@
 //! PyO3 glue only: numpy in and out, the GIL released around engine work.
 
+mod addtensor;
 mod cli;
 mod convert;
 mod errors;
@@ -73,6 +74,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<infer::PyModel>()?;
     m.add_function(wrap_pyfunction!(infer::load_model, m)?)?;
     m.add_function(wrap_pyfunction!(infer::batch_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(infer::time_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
     rdf::add_to(m)?;
     m.add_function(wrap_pyfunction!(rdf::rdf_error_classes, m)?)?;

@@ -55,3 +55,9 @@ pub enum RunnerError {
 }
 
 pub type Result<T> = std::result::Result<T, RunnerError>;
+
+impl From<solidgraph_store::StoreError> for RunnerError {
+    fn from(e: solidgraph_store::StoreError) -> Self {
+        RunnerError::Engine(e.into())
+    }
+}

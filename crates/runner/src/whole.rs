@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use solidgraph_engine::EngineError;
-use solidgraph_store::{ChunkLimit, Csr, Direction, Store};
+use solidgraph_store::{ChunkLimit, Csr, DType, Direction, Store};
 
 use crate::block::{Block, SrcDegrees};
 use crate::dfg::{Norm, Op, SelfLoops};
@@ -65,11 +65,26 @@ pub struct WholeOptions {
     pub chunk_bytes: usize,
     /// Keep the intermediate levels' row files (for inspection) instead of removing them.
     pub keep_intermediate: bool,
+    /// Also add the output to the store as node tensor `out` (f32, one row
+    /// per node): needs a writable store and a name not in use, both
+    /// checked before any work. The row files stay as the scratch.
+    pub store_tensor: bool,
+    /// Bytes of a lower level's row-file pages a level keeps in memory for
+    /// all its chunks: the pages its edges reference most (hub rows, which
+    /// every chunk reads). 0: every chunk reads every page it needs.
+    pub row_cache_bytes: u64,
 }
 
 impl Default for WholeOptions {
     fn default() -> Self {
-        WholeOptions { out: "emb".into(), features: vec!["x".into()], chunk_bytes: 256 << 20, keep_intermediate: false }
+        WholeOptions {
+            out: "emb".into(),
+            features: vec!["x".into()],
+            chunk_bytes: 256 << 20,
+            keep_intermediate: false,
+            store_tensor: false,
+            row_cache_bytes: 256 << 20,
+        }
     }
 }
 
@@ -91,8 +106,12 @@ pub struct LevelReport {
     pub seconds: f64,
     /// Bytes the store read (adjacency and input tensor pages).
     pub store_bytes: u64,
-    /// Bytes read from lower levels' row files.
+    /// Bytes of lower levels' rows the chunks gathered (a row once per chunk that reads it).
     pub row_bytes: u64,
+    /// Bytes read from lower levels' row files (pinned pages once, the rest per chunk).
+    pub row_read_bytes: u64,
+    /// Bytes of row-file pages pinned for the level.
+    pub pinned_bytes: u64,
     /// Bytes written to this level's row files.
     pub written_bytes: u64,
 }
@@ -290,18 +309,26 @@ pub fn out_dir(store: &Store, name: &str) -> Result<PathBuf> {
 // ---- the passes ---------------------------------------------------------------
 
 /// Every source's whole-graph degree for each (self-loops, weighted) view
-/// the model's symmetric normalisations use, from one pass over the in-lists.
-fn degrees(store: &Store, keys: &[(SelfLoops, bool)], limit: ChunkLimit) -> Result<SrcDegrees> {
+/// the model's symmetric normalisations use, and with `counts` the number of
+/// in-lists each vertex is in (what pinning ranks row-file pages by), from
+/// one pass over the in-lists.
+fn degrees(store: &Store, keys: &[(SelfLoops, bool)], counts: bool, limit: ChunkLimit) -> Result<(SrcDegrees, Vec<u32>)> {
     let n = store.num_nodes() as usize;
     let mut out: SrcDegrees = keys.iter().map(|&k| (k, vec![0f32; n])).collect();
-    if keys.is_empty() {
-        return Ok(out);
+    let mut refs = vec![0u32; if counts { n } else { 0 }];
+    if keys.is_empty() && !counts {
+        return Ok((out, refs));
     }
     let weighted = keys.iter().any(|k| k.1);
     let mut spare = Csr::default();
     for (lo, hi) in store.chunk_ranges(Direction::In, limit).map_err(EngineError::from)? {
         let csr = store.read_range(Direction::In, lo, hi, weighted, false, spare).map_err(EngineError::from)?;
         check_csr(&csr, lo, hi, n as u64)?;
+        if counts {
+            for &u in &csr.indices {
+                refs[u as usize] = refs[u as usize].saturating_add(1);
+            }
+        }
         for (i, v) in (lo..hi).enumerate() {
             let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
             for ((loops, w), deg) in &mut out {
@@ -320,7 +347,23 @@ fn degrees(store: &Store, keys: &[(SelfLoops, bool)], limit: ChunkLimit) -> Resu
         }
         spare = csr;
     }
-    Ok(out)
+    Ok((out, refs))
+}
+
+/// Per page of a row file of `cols` f32 columns, how many edge ends its rows
+/// are (a row straddling two pages counts for both).
+fn page_scores(refs: &[u32], cols: usize) -> Vec<u64> {
+    let rb = cols as u64 * 4;
+    let page = crate::rowfile::PAGE as u64;
+    let mut scores = vec![0u64; (refs.len() as u64 * rb).div_ceil(page) as usize];
+    for (u, &c) in refs.iter().enumerate() {
+        let (a, b) = (u as u64 * rb / page, ((u as u64 + 1) * rb - 1) / page);
+        scores[a as usize] += c as u64;
+        if b != a {
+            scores[b as usize] += c as u64;
+        }
+    }
+    scores
 }
 
 fn check_csr(csr: &Csr, lo: u64, hi: u64, n: u64) -> Result<()> {
@@ -510,6 +553,9 @@ pub fn infer_all(store: &Store, model: &Model, o: &WholeOptions, progress: &mut 
     if o.chunk_bytes < (1 << 20) {
         return Err(RunnerError::Invalid(format!("chunk_bytes {} is below the minimum of 1 MiB", o.chunk_bytes)));
     }
+    if o.store_tensor {
+        check_store_tensor(store, &o.out)?;
+    }
     let sched = schedule(model)?;
     let plan = model.plan();
     let weighted = plan.steps.iter().any(|s| s.op.edges().is_some_and(|e| e.2));
@@ -544,6 +590,10 @@ pub fn infer_all(store: &Store, model: &Model, o: &WholeOptions, progress: &mut 
     }
     let mut report = WholeReport { path: dir.join(OUT), rows: n, cols: model.output_cols(), degree_seconds: 0.0, levels: Vec::new() };
     let mut degs: SrcDegrees = Vec::new();
+    let mut refs: Vec<u32> = Vec::new();
+    // Pinning needs edge counts when a level left to run gathers a lower level's rows per source.
+    let pins = o.row_cache_bytes > 0
+        && (body.done..sched.levels).any(|l| level_operands(model, &sched, l).iter().any(|(k, &src)| src && matches!(k, SlotKey::Value(_))));
     if body.done < sched.levels {
         let keys: Vec<(SelfLoops, bool)> = plan
             .steps
@@ -558,7 +608,7 @@ pub fn infer_all(store: &Store, model: &Model, o: &WholeOptions, progress: &mut 
                 v
             });
         let t = Instant::now();
-        degs = degrees(store, &keys, ChunkLimit { pages: CHUNK_PAGES, edges: 1 << 22, vertices: 1 << 20 })?;
+        (degs, refs) = degrees(store, &keys, pins, ChunkLimit { pages: CHUNK_PAGES, edges: 1 << 22, vertices: 1 << 20 })?;
         report.degree_seconds = t.elapsed().as_secs_f64();
     }
     for l in 0..sched.levels {
@@ -566,7 +616,15 @@ pub fn infer_all(store: &Store, model: &Model, o: &WholeOptions, progress: &mut 
             report.levels.push(LevelReport { level: l, skipped: true, ..Default::default() });
             continue;
         }
-        let (rep, files) = run_level(store, model, &sched, o, &dir, &readers, &degs, l, progress)?;
+        let read0: u64 = readers.values().map(|r| r.read_bytes()).sum();
+        let mut pinned_bytes = 0;
+        if pins {
+            pinned_bytes = pin_sources(model, &sched, l, &mut readers, &refs, o.row_cache_bytes)?;
+        }
+        let (mut rep, files) = run_level(store, model, &sched, o, &dir, &readers, &degs, l, progress)?;
+        readers.values_mut().for_each(RowReader::unpin);
+        rep.row_read_bytes = readers.values().map(|r| r.read_bytes()).sum::<u64>() - read0;
+        rep.pinned_bytes = pinned_bytes;
         report.levels.push(rep);
         for f in files {
             readers.insert(f.value, RowReader::open(&dir.join(&f.file), f.rows, f.cols, f.table_crc)?);
@@ -599,7 +657,55 @@ pub fn infer_all(store: &Store, model: &Model, o: &WholeOptions, progress: &mut 
     assert_eq!((out.rows, out.cols), (n, report.cols), "the output file holds a row per node");
     // Callers map the file without checks of their own: every page is checked once here.
     out.verify_all()?;
+    if o.store_tensor {
+        add_output_tensor(store, out, &o.out)?;
+    }
     Ok(report)
+}
+
+fn check_store_tensor(store: &Store, name: &str) -> Result<()> {
+    if !store.writable() {
+        return Err(RunnerError::Invalid(format!("writing the output as store tensor {name:?} needs the store opened writable")));
+    }
+    if store.tensors().iter().any(|t| t.name == name) {
+        return Err(RunnerError::Invalid(format!("the store already has a tensor named {name:?}; pick another out_tensor")));
+    }
+    Ok(())
+}
+
+/// Adds `out` (rows in the user's id order) to the store as tensor `name`,
+/// rows in the store's order, streamed a bounded chunk at a time.
+fn add_output_tensor(store: &Store, out: &RowReader, name: &str) -> Result<()> {
+    let cols = out.cols;
+    store.add_tensor(name, DType::F32, cols as u64, |first, buf: &mut [u8]| {
+        let k = buf.len() / (cols * 4);
+        let mut ids: Vec<u64> = (first..first + k as u64).collect();
+        store.to_external(&mut ids)?;
+        let t = out.read(&ids)?;
+        // SAFETY: f32 has no padding; the bytes are viewed, not reinterpreted as another type.
+        let bytes = unsafe { std::slice::from_raw_parts(t.data.as_ptr().cast::<u8>(), t.data.len() * 4) };
+        buf.copy_from_slice(bytes);
+        Ok::<(), RunnerError>(())
+    })?;
+    Ok(())
+}
+
+/// Pins, for level `l`, the most referenced pages of each row file it
+/// gathers per source, `budget` bytes shared among them; returns the bytes pinned.
+fn pin_sources(model: &Model, sched: &Schedule, l: usize, readers: &mut HashMap<usize, RowReader>, refs: &[u32], budget: u64) -> Result<u64> {
+    let values: Vec<usize> = level_operands(model, sched, l)
+        .into_iter()
+        .filter_map(|(k, src)| match k {
+            SlotKey::Value(v) if src => Some(v),
+            _ => None,
+        })
+        .collect();
+    let mut pinned = 0;
+    for v in &values {
+        let r = readers.get_mut(v).expect("a lower level's file is open");
+        pinned += r.pin(&page_scores(refs, r.cols), budget / values.len() as u64)?;
+    }
+    Ok(pinned)
 }
 
 /// Removes what a previous run of another model or store left.
@@ -686,6 +792,7 @@ fn run_level(
         store_bytes: store.stats().bytes_read() - store_bytes0,
         row_bytes: lv.row_bytes,
         written_bytes,
+        ..Default::default()
     };
     Ok((rep, files))
 }

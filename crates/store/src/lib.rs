@@ -3,6 +3,7 @@
 //! external-memory import, and batched reads. See docs/DESIGN.md, "On-disk
 //! format" and "Read path".
 
+mod addtensor;
 pub mod adjacency;
 mod base;
 pub mod cache;
