@@ -179,3 +179,15 @@ def test_kill_9_mid_add_leaves_the_store_as_it_was(store, tmp_path):
     g.verify()
     np.testing.assert_array_equal(g.tensor("other", np.arange(N)), np.full(N, 7, np.int32))
     assert "before" in outcomes or "after" in outcomes
+
+
+def test_memmapped_npy_streams_in(store, tmp_path):
+    """A read-only np.load(..., mmap_mode="r") array is read in place, a
+    bounded part at a time (arrays larger than memory)."""
+    path, _ = store
+    a = random_rows(np.float16, (N, 300), seed=11)
+    np.save(tmp_path / "big.npy", a)
+    m = np.load(tmp_path / "big.npy", mmap_mode="r")
+    with solidgraph.open(path, writable=True) as g:
+        g.add_tensor("big", m)
+        np.testing.assert_array_equal(g.tensor("big", np.arange(N)), a)

@@ -515,7 +515,8 @@ class Graph:
         bool. Written as the store's own checksummed pages and committed by
         an atomic superblock switch (a crash leaves the store as it was);
         pending updates are merged first. Needs writable=True; a name in use
-        is refused (InvalidArgumentError)."""
+        is refused (InvalidArgumentError). A C-contiguous array is read in
+        place, so np.load(path, mmap_mode="r") streams one larger than memory."""
     def update_tensor(self, name: str, ids: _Ids, rows: npt.ArrayLike, durable: bool = True) -> None:
         """Overwrites tensor rows (UpdateEmbed): (len(ids), dim), of the
         stored dtype or one numpy casts to it by its `same_kind` rule
