@@ -193,10 +193,14 @@ class NeighborLoader:
         missing = [t for t in self._tensors if t not in have]
         if missing:
             raise _no_tensor(missing[0], have)
-        self.memory = loader_memory(
-            g, self.batch_size, self.num_neighbors, self._tensors, direction=direction,
-            workers=num_workers, prefetch=prefetch, lookahead=lookahead, memory_budget=memory_budget,
-        )
+        # Fanout -1 (every neighbour) has no bound: no report, no budget.
+        bounded = all(k >= 1 for k in self.num_neighbors)
+        self.memory = None
+        if bounded or memory_budget is not None:
+            self.memory = loader_memory(
+                g, self.batch_size, self.num_neighbors, self._tensors, direction=direction,
+                workers=num_workers, prefetch=prefetch, lookahead=lookahead, memory_budget=memory_budget,
+            )
         self._store = g
         self._buffer_bytes = None
         if memory_budget is not None:
@@ -204,10 +208,10 @@ class NeighborLoader:
             self._store = _open(g.path, cache_bytes=self.memory["cache_bytes"], row_cache_bytes=self.memory["row_cache_bytes"])
 
     @property
-    def memory_bytes(self) -> int:
+    def memory_bytes(self) -> Optional[int]:
         """The bound on the bytes this loader holds outside the store's
-        caches (see the class documentation)."""
-        return int(self.memory["total"])
+        caches (see the class documentation); None with a fanout of -1."""
+        return None if self.memory is None else int(self.memory["total"])
 
     def __len__(self) -> int:
         n = len(self.input_nodes)
