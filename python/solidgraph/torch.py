@@ -193,8 +193,13 @@ class NeighborLoader:
         missing = [t for t in self._tensors if t not in have]
         if missing:
             raise _no_tensor(missing[0], have)
-        # Fanout -1 (every neighbour) has no bound: no report, no budget.
-        bounded = all(k >= 1 for k in self.num_neighbors)
+        # Fanout -1 (every neighbour) has no bound: no report, no budget. A
+        # remote or sharded graph (solidgraph.connect, solidgraph.distributed)
+        # holds its caches in the servers: no report either.
+        local = isinstance(g, Graph)
+        if memory_budget is not None and not local:
+            raise InvalidArgumentError("memory_budget needs a local Graph (solidgraph.open); the servers size their own caches")
+        bounded = local and all(k >= 1 for k in self.num_neighbors)
         self.memory = None
         if bounded or memory_budget is not None:
             self.memory = loader_memory(
@@ -210,7 +215,8 @@ class NeighborLoader:
     @property
     def memory_bytes(self) -> Optional[int]:
         """The bound on the bytes this loader holds outside the store's
-        caches (see the class documentation); None with a fanout of -1."""
+        caches (see the class documentation); None with a fanout of -1 or a
+        remote graph."""
         return None if self.memory is None else int(self.memory["total"])
 
     def __len__(self) -> int:
