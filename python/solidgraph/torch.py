@@ -255,7 +255,8 @@ class NeighborLoader:
             prefetch=self.prefetch,
             max_fanout=self.max_fanout,
             lookahead=self.lookahead,
-            buffer_bytes=self._buffer_bytes,
+            # Only a budgeted (local) loader has a cap to pass.
+            **({} if self._buffer_bytes is None else {"buffer_bytes": self._buffer_bytes}),
         )
         return self._batches(it, positions)
 
