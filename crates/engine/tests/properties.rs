@@ -178,3 +178,43 @@ fn bad_arguments_are_clear_errors() {
     let e = sssp::sssp(&s, 0, &silent).unwrap_err().to_string();
     assert!(e.contains("non-negative"), "{e}");
 }
+
+/// A hook that refuses after `allow` reports stops every operator with
+/// `Cancelled`, whichever report it refuses (the first, or one mid-run).
+#[test]
+fn a_refusing_progress_hook_cancels_every_operator() {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    let n = 3000u64;
+    let edges: Vec<(u64, u64)> = (0..n * 8).map(|i| ((i * 7919) % n, (i * 104_729 + 13) % n)).collect();
+    for directed in [true, false] {
+        let c = build(n, &edges, directed, 1 << 20);
+        let s = &c.store;
+        type Run<'a> = Box<dyn Fn(Progress) -> Result<()> + 'a>;
+        let runs: Vec<(&str, Run)> = vec![
+            ("bfs", Box::new(|p| bfs::bfs(s, 0, None, true, p).map(drop))),
+            ("wcc", Box::new(|p| wcc::wcc(s, p).map(drop))),
+            ("pagerank", Box::new(|p| pagerank::pagerank(s, 0.85, 30, None, p).map(drop))),
+            ("kcore", Box::new(|p| kcore::kcore(s, p).map(drop))),
+            ("cdlp", Box::new(|p| cdlp::cdlp(s, 5, p).map(drop))),
+            ("lcc", Box::new(|p| lcc::lcc(s, p).map(drop))),
+            ("mis", Box::new(|p| mis::mis(s, 1, p).map(drop))),
+        ];
+        for (name, run) in &runs {
+            let reports = AtomicU64::new(0);
+            run(&|_, _, _| {
+                reports.fetch_add(1, Relaxed);
+                Ok(())
+            })
+            .unwrap();
+            let all = reports.into_inner();
+            assert!(all > 0, "{name} never reports");
+            for allow in [0, all / 2] {
+                let seen = AtomicU64::new(0);
+                let r = run(&|_, _, _| if seen.fetch_add(1, Relaxed) < allow { Ok(()) } else { Err(Cancelled) });
+                assert!(matches!(r, Err(EngineError::Cancelled)), "{name} (directed {directed}) ran on past a refusal at report {allow}: {r:?}");
+                // Batches already handed to other threads may still report once each.
+                assert!(seen.into_inner() <= allow + 1 + rayon::current_num_threads() as u64, "{name} kept reporting after a refusal");
+            }
+        }
+    }
+}
