@@ -41,6 +41,8 @@ const HASH_HEAD: usize = 16;
 const HASH_PER_PAGE: usize = (PAGE - HASH_HEAD) / 16;
 const DIR_HEAD: usize = 16;
 const DIR_PER_PAGE: usize = PAGE - DIR_HEAD;
+/// Pages read with a single block that misses the cache (the blocks after it).
+const READ_AHEAD_PAGES: u64 = 16;
 /// Pages one batched read asks for at most (a limit on everything).
 const MAX_BATCH_PAGES: usize = 1 << 14;
 
@@ -449,17 +451,41 @@ impl DictFile {
         let mut uniq = which.clone();
         uniq.sort_unstable();
         uniq.dedup();
-        let starts: Vec<u64> = uniq.iter().map(|&b| self.block_page[b]).collect();
-        let counts: Vec<u64> = uniq.iter().map(|&b| self.block_page[b + 1] - self.block_page[b]).collect();
+        // spareval decodes a result one term at a time: a single block is
+        // looked up in the cache alone, and on a miss the blocks after it
+        // are read with it, since a large result's ids come in near id order.
+        let mut want = uniq.clone();
+        if let [b] = uniq[..] {
+            let hit = self.cache.lock().map_err(|_| RdfError::Invalid("dictionary cache lock poisoned; reopen the store".into()))?.get(self.block_page[b]);
+            if let Some(blk) = hit {
+                self.check(b, &blk)?;
+                for (i, &id) in ids.iter().enumerate() {
+                    f(i, blk.term((id - self.block_first[b]) as usize))?;
+                }
+                return Ok(());
+            }
+            let mut next = b + 1;
+            while next + 1 < self.block_first.len() && self.block_page[next + 1] - self.block_page[b] <= READ_AHEAD_PAGES {
+                want.push(next);
+                next += 1;
+            }
+        }
+        let starts: Vec<u64> = want.iter().map(|&b| self.block_page[b]).collect();
+        let counts: Vec<u64> = want.iter().map(|&b| self.block_page[b + 1] - self.block_page[b]).collect();
         let blocks = self.blocks(&starts, &counts, KIND_TERMS)?;
         for (i, (&id, &b)) in ids.iter().zip(&which).enumerate() {
             let k = uniq.binary_search(&b).expect("block listed");
             let blk = &blocks[k];
-            let at = (id - self.block_first[b]) as usize;
-            if blk.offs.len() != (self.block_first[b + 1] - self.block_first[b]) as usize + 1 || le64(&blk.bytes, 16) != self.block_first[b] {
-                return Err(corrupt(&self.path, format!("page {}: block does not hold the ids the directory says", starts[k])));
-            }
-            f(i, blk.term(at))?;
+            self.check(b, blk)?;
+            f(i, blk.term((id - self.block_first[b]) as usize))?;
+        }
+        Ok(())
+    }
+
+    /// Checks that block `b` holds the ids the directory says.
+    fn check(&self, b: usize, blk: &Block) -> Result<()> {
+        if blk.offs.len() != (self.block_first[b + 1] - self.block_first[b]) as usize + 1 || le64(&blk.bytes, 16) != self.block_first[b] {
+            return Err(corrupt(&self.path, format!("page {}: block does not hold the ids the directory says", self.block_page[b])));
         }
         Ok(())
     }
@@ -579,6 +605,16 @@ mod tests {
         })
         .unwrap();
         assert_eq!(seen, ids.len());
+        // Several ids of one block, read cold and then from the cache.
+        for _ in 0..2 {
+            let mut got = Vec::new();
+            f.terms(&[3, 1, 2, 3], &mut |i, b| {
+                got.push((i, b.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(got, vec![(0, ts[2].clone()), (1, ts[0].clone()), (2, ts[1].clone()), (3, ts[2].clone())]);
+        }
         let mut ask: Vec<&[u8]> = ts.iter().step_by(3).map(Vec::as_slice).collect();
         ask.push(b"\x01http://example.org/absent");
         ask.push(b"");
