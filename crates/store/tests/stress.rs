@@ -1,0 +1,179 @@
+//! Concurrency stress: one writer (edge additions and deletions, tensor
+//! updates, vertex additions and deletions, merges explicit and by the
+//! delta budget, each batch durable) and reader threads (neighbors out and
+//! in, tensor gathers) for a few seconds. Every read equals the reference
+//! graph after some committed prefix of the batches (the versions
+//! published around the call, or the batch in flight). No
+//! read fails; the store verifies and reopens to the last version; a
+//! watchdog fails the test if anything deadlocks.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use solidgraph_store::*;
+
+/// How long the writer runs, at most, and how many batches.
+const WRITE_FOR: Duration = Duration::from_secs(4);
+const MAX_BATCHES: u64 = 2000;
+const READERS: usize = 3;
+/// The whole test, past which the watchdog aborts it.
+const WATCHDOG: Duration = Duration::from_secs(120);
+
+/// The graph after each committed batch: `versions[i]` after `i` of them.
+struct Versions {
+    list: Mutex<Vec<Arc<Model>>>,
+    done: AtomicBool,
+}
+
+impl Versions {
+    fn len(&self) -> usize {
+        self.list.lock().unwrap().len()
+    }
+
+    /// Version `i`, waiting for the writer to publish it; None if it never
+    /// will.
+    fn get(&self, i: usize) -> Option<Arc<Model>> {
+        loop {
+            if let Some(m) = self.list.lock().unwrap().get(i) {
+                return Some(m.clone());
+            }
+            if self.done.load(Ordering::Acquire) {
+                return self.list.lock().unwrap().get(i).cloned();
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The first version in `lo..=hi` (`hi` possibly the batch in flight
+    /// when the read ended) that `ok` accepts.
+    fn find(&self, lo: usize, hi: usize, ok: impl Fn(&Model) -> bool) -> Option<usize> {
+        (lo..=hi).find(|&i| self.get(i).is_some_and(|m| ok(&m)))
+    }
+}
+
+fn out_list(m: &Model, v: u64) -> Vec<(u64, f32)> {
+    m.out.get(&v).map(|l| l.iter().map(|(&d, &w)| (d, w)).collect()).unwrap_or_default()
+}
+
+fn in_lists(m: &Model) -> BTreeMap<u64, Vec<u64>> {
+    let mut ins: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for (&a, l) in &m.out {
+        for &b in l.keys() {
+            ins.entry(b).or_default().push(a);
+        }
+    }
+    ins
+}
+
+fn out_matches(m: &Model, ids: &[u64], csr: &Csr) -> bool {
+    let w = csr.weights.as_deref().unwrap_or(&[]);
+    ids.iter().enumerate().all(|(i, &v)| {
+        let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
+        let got: Vec<(u64, f32)> = csr.indices[a..b].iter().copied().zip(w[a..b].iter().copied()).collect();
+        got == out_list(m, v)
+    })
+}
+
+fn in_matches(m: &Model, ids: &[u64], csr: &Csr) -> bool {
+    let ins = in_lists(m);
+    ids.iter().enumerate().all(|(i, v)| csr.indices[csr.indptr[i] as usize..csr.indptr[i + 1] as usize] == ins.get(v).cloned().unwrap_or_default()[..])
+}
+
+fn rows_match(m: &Model, ids: &[u64], rows: &Rows) -> bool {
+    ids.iter().enumerate().all(|(i, v)| {
+        let got: Vec<f32> = rows.data[i * 4 * DIM..(i + 1) * 4 * DIM].chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+        got[..] == m.rows.get(v).copied().unwrap_or([0.0; DIM])[..]
+    })
+}
+
+/// One reader: random reads until the writer is done; returns the reads
+/// checked.
+fn reader(s: &Store, versions: &Versions, seed: u64) -> u64 {
+    let mut rng = seed;
+    let mut checked = 0;
+    while !versions.done.load(Ordering::Acquire) {
+        let ids: Vec<u64> = (0..1 + rnd(&mut rng) % 60).map(|_| rnd(&mut rng) % N).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        let lo = versions.len() - 1;
+        let kind = rnd(&mut rng) % 3;
+        let what = ["neighbors out", "neighbors in", "tensor"][kind as usize];
+        let found = match kind {
+            0 => {
+                let csr = s.neighbors(&ids, Direction::Out, true, false).unwrap_or_else(|e| panic!("{what}: {e}"));
+                versions.find(lo, versions.len(), |m| out_matches(m, &ids, &csr))
+            }
+            1 => {
+                let csr = s.neighbors(&ids, Direction::In, false, false).unwrap_or_else(|e| panic!("{what}: {e}"));
+                versions.find(lo, versions.len(), |m| in_matches(m, &ids, &csr))
+            }
+            _ => {
+                let rows = s.tensor("x", &ids).unwrap_or_else(|e| panic!("{what}: {e}"));
+                versions.find(lo, versions.len(), |m| rows_match(m, &ids, &rows))
+            }
+        };
+        assert!(found.is_some(), "{what} of {ids:?}: equals no version from {lo} on");
+        checked += 1;
+    }
+    checked
+}
+
+#[test]
+fn one_writer_and_readers_see_committed_prefixes() {
+    let done = Arc::new(AtomicBool::new(false));
+    let watch = done.clone();
+    std::thread::spawn(move || {
+        let t0 = Instant::now();
+        while t0.elapsed() < WATCHDOG {
+            if watch.load(Ordering::Acquire) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("stress: no progress after {WATCHDOG:?} (a deadlock?)");
+        std::process::abort();
+    });
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g");
+    let base = import_base(&path, 17);
+    let s = Store::open(&path, &OpenOptions { writable: true, cache_bytes: 256 << 10, delta_budget: 24 << 10, ..Default::default() }).unwrap();
+    let versions = Versions { list: Mutex::new(vec![Arc::new(base.clone())]), done: AtomicBool::new(false) };
+    let (batches, merges, reads) = std::thread::scope(|sc| {
+        let readers: Vec<_> = (0..READERS)
+            .map(|r| {
+                sc.spawn({
+                    let (s, versions) = (&s, &versions);
+                    move || reader(s, versions, 1000 + r as u64)
+                })
+            })
+            .collect();
+        let (mut m, mut rng, mut merges) = (base.clone(), 7u64, 0u64);
+        let t0 = Instant::now();
+        let mut i = 0;
+        while i < MAX_BATCHES && t0.elapsed() < WRITE_FOR {
+            let b = m.next(&mut rng, i);
+            merges += matches!(b, Batch::Merge) as u64;
+            apply_store(&s, &b).unwrap_or_else(|e| panic!("batch {i} ({b:?}): {e}"));
+            m.apply(&b);
+            versions.list.lock().unwrap().push(Arc::new(m.clone()));
+            i += 1;
+        }
+        versions.done.store(true, Ordering::Release);
+        let reads: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+        (i, merges, reads)
+    });
+    let last = versions.get(batches as usize).unwrap();
+    assert!(diff(&s, &last).is_none(), "the store after the writer: {:?}", diff(&s, &last));
+    s.verify(&mut |_, _| {}).unwrap();
+    drop(s);
+    let s = Store::open(&path, &OpenOptions { cache_bytes: 1 << 20, ..Default::default() }).unwrap();
+    assert!(diff(&s, &last).is_none(), "after reopening: {:?}", diff(&s, &last));
+    s.verify(&mut |_, _| {}).unwrap();
+    assert!(reads > 100 && batches > 50, "too little work to mean anything: {reads} reads, {batches} batches");
+    done.store(true, Ordering::Release);
+    eprintln!("stress: {batches} batches ({merges} explicit merges, more by the delta budget), {READERS} readers checked {reads} reads, 0 errors");
+}
