@@ -163,7 +163,7 @@ pub fn reads(s: &Store) {
     let o = SampleOptions { fanouts: vec![3, 2], tensors: s.tensors().into_iter().map(|t| t.name).collect(), ..Default::default() };
     let _ = sample_neighbors(s, &seeds, &o);
     if n > 0 {
-        let _ = bfs(s, 0, None, true, &|_, _, _| {});
+        let _ = bfs(s, 0, None, true, &solidgraph_engine::silent);
     }
 }
 

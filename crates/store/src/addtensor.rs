@@ -50,6 +50,7 @@ impl Store {
     ) -> Result<TensorMeta, E> {
         let w = self.writer()?;
         let _g = w.serial.locked();
+        w.check_usable()?;
         self.check_new_tensor(name, dim)?;
         if self.delta.read_locked().ops > 0 {
             self.merge_locked(w)?;
@@ -73,7 +74,13 @@ impl Store {
             let mut tensors = sb.tensors.clone();
             tensors.push(meta.clone());
             let new_sb = Superblock { epoch, total_pages: space.end(), tensors, ..sb.clone() };
-            self.commit_superblock(new_sb).map_err(E::from)
+            self.commit_superblock(new_sb).map_err(|e| {
+                // As in merge: the superblock may be on disk (or reach it
+                // with the next sync) naming pages the old base calls free,
+                // so no later write may reuse them before a reopen.
+                w.set_broken(e.to_string());
+                E::from(e)
+            })
         });
         match committed {
             Ok(new_base) => {

@@ -40,20 +40,21 @@ impl Writer {
         Ok((Writer { wal, serial: Mutex::new(()), space, delta_budget, broken: Mutex::new(None), _lock: lock }, records))
     }
 
-    /// An error once a merge's commit failed (see `broken`).
+    /// An error once a merge's or tensor add's commit failed (see `broken`).
     pub fn check_usable(&self) -> Result<()> {
         match &*self.broken.locked() {
             None => Ok(()),
             Some(why) => Err(StoreError::Io(solidgraph_io::IoError::Os {
                 path: self.wal.path().parent().unwrap_or(self.wal.path()).to_path_buf(),
                 source: std::io::Error::other(format!(
-                    "a merge failed while committing ({why}); the store takes no more updates or merges until it is reopened (reopening recovers every acknowledged update)"
+                    "a merge or tensor add failed while committing ({why}); the store takes no more updates or merges until it is reopened (reopening recovers every acknowledged update)"
                 )),
             })),
         }
     }
 
-    /// Refuses all later writes: a merge failed at its commit with `why`.
+    /// Refuses all later writes: a merge or tensor add failed at its commit
+    /// with `why`.
     pub fn set_broken(&self, why: String) {
         self.broken.locked().get_or_insert(why);
     }

@@ -4,6 +4,8 @@
 //! as it was or the store with the whole tensor, `verify` passes, and the
 //! add can be repeated; bad input changes nothing.
 
+// The shared crash harness; this test uses only its disk helpers.
+#[allow(dead_code)]
 mod common;
 
 use std::path::Path;
