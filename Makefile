@@ -5,7 +5,12 @@ VENV      := .venv
 PY        := $(VENV)/bin/python
 PIP       := $(VENV)/bin/pip
 CARGO     ?= cargo
-BIN       := target/release/solidgraph
+# The cargo profile of `build`, `develop`, `lint` and `test`: release by
+# default (what users and benchmarks run); CI passes PROFILE=ci (Cargo.toml
+# says why).
+PROFILE   ?= release
+BIN       := target/$(PROFILE)/solidgraph
+BENCH_BIN := target/$(PROFILE)/solidgraph-bench
 DEMO_DIR  ?= demo-data
 # pymetis: `solidgraph partition --method metis` (a manylinux wheel per CPython).
 PIP_DEPS  := maturin pytest numpy networkx mypy pyoxigraph hypothesis pymetis
@@ -52,12 +57,12 @@ apt-fio:
 # which builds the same, leaves nothing for `make test`). The extension is
 # maturin's (develop); crates/workspace-hack gives its `-p solidgraph-py`
 # build the same dependency features, so it reuses these artifacts.
-CARGO_SEL := --release --workspace --exclude solidgraph-py
+CARGO_SEL := --profile $(PROFILE) --workspace --exclude solidgraph-py
 
 build:
 	$(CARGO) build $(CARGO_SEL) --all-targets
 
-# Builds the Python extension into the venv (release: tests run real I/O),
+# Builds the Python extension into the venv (optimised: tests run real I/O),
 # with the `solidgraph` console script. maturin reinstalls the package even
 # when cargo has nothing to do (3-4 s, and a race with anything else using
 # the venv), so it runs only when a Rust source, manifest or the lockfile is
@@ -70,7 +75,7 @@ develop: $(NATIVE)
 
 $(NATIVE): $(VENV)/.ready $(RUST_SRC)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
-	  $(VENV)/bin/maturin develop --release -q
+	  $(VENV)/bin/maturin develop --profile $(PROFILE) -q
 	touch $@
 
 # Checks python/solidgraph/_native.pyi against the built module (names,
@@ -88,12 +93,12 @@ protos: $(VENV)/.client-ready
 	  && cp $$T/solidgraph/v1/solidgraph_pb2.py $$T/solidgraph/v1/solidgraph_pb2.pyi python/solidgraph/_proto/ && rm -r $$T
 
 # What CI checks besides the tests: formatting (rustfmt.toml), clippy with
-# every warning an error, and the stub against the module. Clippy runs in the
-# release profile so the build scripts and proc macros it compiles are the
-# ones `make build` uses.
+# every warning an error, and the stub against the module. Clippy runs in
+# $(PROFILE) so the build scripts and proc macros it compiles are the ones
+# `make build` uses.
 lint: venv
 	$(CARGO) fmt --all --check
-	PYO3_PYTHON=$(abspath $(PY)) $(CARGO) clippy --release --workspace --all-targets -- -D warnings
+	PYO3_PYTHON=$(abspath $(PY)) $(CARGO) clippy --profile $(PROFILE) --workspace --all-targets -- -D warnings
 	$(MAKE) stubtest
 
 # Each cargo-fuzz target (fuzz/) for FUZZ_SECONDS, one at a time and one
@@ -112,7 +117,7 @@ fuzz:
 
 test: venv venv-torch venv-client build develop
 	$(CARGO) test $(CARGO_SEL)
-	SOLIDGRAPH_BIN=$(abspath $(BIN)) $(PY) -m pytest -q tests
+	SOLIDGRAPH_BIN=$(abspath $(BIN)) SOLIDGRAPH_BENCH_BIN=$(abspath $(BENCH_BIN)) $(PY) -m pytest -q tests
 
 demo: venv venv-torch build develop apt-fio
 	benchmarks/demo.sh
