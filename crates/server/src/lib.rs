@@ -14,6 +14,7 @@ mod errors;
 mod gate;
 mod graph;
 pub mod limits;
+mod oversize;
 mod serve;
 mod shard;
 mod stores;

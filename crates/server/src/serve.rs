@@ -117,6 +117,8 @@ async fn run(opts: ServeOptions, tokens: Tokens) -> Result<(), String> {
     if let Some(t) = &opts.tls {
         builder = builder.tls_config(tls_config(t)?).map_err(|e| format!("TLS: {e}"))?;
     }
+    // tonic's OUT_OF_RANGE for an oversize message goes out as RESOURCE_EXHAUSTED.
+    let mut builder = builder.layer(tower::util::MapResponseLayer::new(crate::oversize::response));
     let router = builder.add_service(health).add_service(reflection).add_service(graph).add_service(updates);
     tracing::info!(%addr, stores = ?stores.names(), auth = tokens.enabled(), tls = opts.tls.is_some(), "listening");
     {
