@@ -127,6 +127,7 @@ pub fn import_cmd(a: ImportArgs) -> CliResult {
                 "num_nodes": r.num_nodes, "num_edges": r.num_edges, "input_edges": r.input_edges,
                 "pages": r.pages, "bytes": r.bytes, "runs": r.runs, "seconds": r.seconds,
                 "edges_per_s": r.input_edges as f64 / r.seconds,
+                "phases": r.phases.iter().map(|(k, v)| serde_json::json!([k, v])).collect::<Vec<_>>(),
             })
         );
     } else {

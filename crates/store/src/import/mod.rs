@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 use solidgraph_io::{BackendChoice, Volume, VolumeOptions};
 
 use self::layout::{LayoutOptions, PageWriter, lay_out, write_tensor};
-use self::sort::{Rec, Sorter};
-use self::source::EdgeInput;
+use self::sort::{PACKED_MAX, Rec, Sorter, pack};
+use self::source::{EdgeBatch, EdgeInput, Limits};
 use crate::adjacency::EdgeFormat;
 use crate::base::member_path;
 use crate::error::{Result, StoreError, file_err};
@@ -40,6 +40,8 @@ const EPOCH: u64 = 1;
 /// here): enough for a row cache of several times the rows a share of a
 /// store's bytes holds, 128 MiB of table at most.
 pub const HOT_MAX: usize = 1 << 24;
+/// Edges read, checked, renumbered and handed to the sorters at a time.
+const BATCH_EDGES: usize = 1 << 20;
 
 #[derive(Debug, Clone)]
 pub struct ImportOptions {
@@ -126,6 +128,96 @@ pub struct ImportReport {
     pub bytes: u64,
     pub runs: usize,
     pub seconds: f64,
+    /// Seconds per phase, in order (the phases a profile names).
+    pub phases: Vec<(&'static str, f64)>,
+}
+
+/// Wall time per phase.
+struct Phases {
+    at: std::time::Instant,
+    list: Vec<(&'static str, f64)>,
+}
+
+impl Phases {
+    fn done(&mut self, name: &'static str) {
+        let now = std::time::Instant::now();
+        self.list.push((name, (now - self.at).as_secs_f64()));
+        self.at = now;
+    }
+}
+
+/// The sorters one import feeds, and how an input edge becomes their
+/// records.
+struct Sorters<'a> {
+    out: &'a mut Sorter,
+    inn: Option<&'a mut Sorter>,
+    lower: Option<&'a mut Sorter>,
+    undirected: bool,
+}
+
+impl Sorters<'_> {
+    /// Pushes a batch whose largest id is `max_id`: as packed keys when the
+    /// sorters take them and the ids fit, else record by record.
+    fn push(&mut self, b: &EdgeBatch, max_id: u64, keys: &mut Vec<u64>) -> Result<()> {
+        let packed = self.out.packed() && max_id <= PACKED_MAX;
+        if !packed {
+            return self.push_records(b);
+        }
+        let pairs = || b.src.iter().copied().zip(b.dst.iter().copied());
+        keys.clear();
+        for (s, d) in pairs() {
+            keys.push(pack(s, d));
+            if self.undirected && s != d {
+                keys.push(pack(d, s));
+            }
+        }
+        self.out.push_keys(keys)?;
+        if let Some(x) = self.inn.as_deref_mut() {
+            keys.clear();
+            keys.extend(pairs().map(|(s, d)| pack(d, s)));
+            x.push_keys(keys)?;
+        }
+        if let Some(x) = self.lower.as_deref_mut() {
+            keys.clear();
+            keys.extend(pairs().map(|(s, d)| pack(s.max(d), s.min(d))));
+            x.push_keys(keys)?;
+        }
+        Ok(())
+    }
+
+    fn push_records(&mut self, b: &EdgeBatch) -> Result<()> {
+        for i in 0..b.len() {
+            let (src, dst) = (b.src[i], b.dst[i]);
+            let rec = Rec { src, dst, wbits: b.weights.get(i).map_or(0, |w| w.to_bits()), label: b.labels.get(i).copied().unwrap_or(0) };
+            self.out.push(rec)?;
+            if self.undirected && src != dst {
+                self.out.push(Rec { src: dst, dst: src, ..rec })?;
+            }
+            if let Some(s) = self.inn.as_deref_mut() {
+                s.push(Rec { src: dst, dst: src, ..rec })?;
+            }
+            if let Some(s) = self.lower.as_deref_mut() {
+                s.push(Rec { src: src.max(dst), dst: src.min(dst), ..rec })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Maps a batch's ids to internal ones (both cores); Err if an id has no
+/// entry (the input changed since the degrees were counted).
+fn renumber(b: &mut EdgeBatch, to_internal: &[u32]) -> std::result::Result<(), ()> {
+    use rayon::prelude::*;
+    let map = |ids: &mut [u64]| {
+        ids.par_chunks_mut(1 << 14).try_for_each(|c| {
+            for v in c {
+                *v = *to_internal.get(*v as usize).ok_or(())? as u64;
+            }
+            Ok(())
+        })
+    };
+    map(&mut b.src)?;
+    map(&mut b.dst)
 }
 
 /// (phase, done, total) callbacks for progress bars.
@@ -206,6 +298,7 @@ fn check_options(o: &ImportOptions) -> Result<()> {
 
 pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &ImportOptions, progress: Progress) -> Result<ImportReport> {
     let t0 = std::time::Instant::now();
+    let mut phases = Phases { at: t0, list: Vec::new() };
     check_options(o)?;
     if out.exists() {
         return Err(StoreError::Exists { path: out.to_path_buf() });
@@ -226,6 +319,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         VertexOrder::Input => None,
         VertexOrder::Degree => Some(degree_order(edges, o, &plans, progress)?),
     };
+    phases.done("degree order");
     let mut readers = edges.iter().map(|e| source::open(e, o.weights, o.labels)).collect::<Result<Vec<_>>>()?;
 
     let tmp = out.with_file_name(format!("{}.partial-{}", out.file_name().map_or("store".into(), |n| n.to_string_lossy()), std::process::id()));
@@ -237,53 +331,35 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     let directed_in = !o.undirected && o.in_edges;
     let sort_budget = (o.memory_budget as usize) / 2;
     let per_sorter = if directed_in || o.lower_lists { sort_budget / 2 } else { sort_budget };
-    let mut out_sort = Sorter::new(per_sorter, &tmp, "out");
-    let mut in_sort = directed_in.then(|| Sorter::new(per_sorter, &tmp, "in"));
-    let mut lower_sort = o.lower_lists.then(|| Sorter::new(per_sorter, &tmp, "lower"));
+    // Packed keys while ids fit 32 bits (a degree order's always do).
+    let packed = !o.weights && !o.labels;
+    let mut out_sort = Sorter::new(per_sorter, &tmp, "out", packed);
+    let mut in_sort = directed_in.then(|| Sorter::new(per_sorter, &tmp, "in", packed));
+    let mut lower_sort = o.lower_lists.then(|| Sorter::new(per_sorter, &tmp, "lower", packed));
     let mut max_id: Option<u64> = None;
     let mut input_edges = 0u64;
+    let lim = Limits { below: o.num_nodes.unwrap_or(u64::MAX), declared: o.num_nodes, finite_weights: o.weights };
+    let mut batch = EdgeBatch::new(o.weights, o.labels);
+    let mut keys: Vec<u64> = Vec::new();
+    let mut sorters = Sorters { out: &mut out_sort, inn: in_sort.as_mut(), lower: lower_sort.as_mut(), undirected: o.undirected };
     for r in readers.iter_mut() {
-        let mut n = 0u64;
-        while let Some(e) = r.next_edge()? {
-            if let Some(nn) = o.num_nodes {
-                let bad = if e.src >= nn { e.src } else { e.dst };
-                if e.src >= nn || e.dst >= nn {
-                    return Err(r.error(format!("vertex id {bad} is not below the declared node count {nn}")));
-                }
+        loop {
+            let n = r.next_batch(&mut batch, BATCH_EDGES, &lim)?;
+            if n == 0 {
+                break;
             }
-            if o.weights && !e.weight.is_finite() {
-                return Err(r.error(format!("weight {} is not finite", e.weight)));
+            if let Some(p) = &perm {
+                renumber(&mut batch, &p.to_internal).map_err(|()| r.error("input changed while importing (not seen when counting degrees)".into()))?;
             }
-            let (src, dst) = match &perm {
-                Some(p) => {
-                    let at = |v: u64| p.to_internal.get(v as usize).map(|&i| i as u64);
-                    match (at(e.src), at(e.dst)) {
-                        (Some(s), Some(d)) => (s, d),
-                        _ => return Err(r.error("input changed while importing (not seen when counting degrees)".into())),
-                    }
-                }
-                None => (e.src, e.dst),
-            };
-            max_id = Some(max_id.unwrap_or(0).max(src).max(dst));
-            let rec = Rec { src, dst, wbits: if o.weights { e.weight.to_bits() } else { 0 }, label: if o.labels { e.label } else { 0 } };
-            out_sort.push(rec)?;
-            if o.undirected && src != dst {
-                out_sort.push(Rec { src: dst, dst: src, ..rec })?;
-            }
-            if let Some(s) = in_sort.as_mut() {
-                s.push(Rec { src: dst, dst: src, ..rec })?;
-            }
-            if let Some(s) = lower_sort.as_mut() {
-                s.push(Rec { src: src.max(dst), dst: src.min(dst), ..rec })?;
-            }
-            n += 1;
-            if n.is_multiple_of(1 << 20) {
-                let (d, t) = r.progress();
-                progress("reading", d, t);
-            }
+            let m = batch.src.iter().zip(&batch.dst).fold(0u64, |m, (&s, &d)| m.max(s).max(d));
+            max_id = Some(max_id.unwrap_or(0).max(m));
+            sorters.push(&batch, m, &mut keys)?;
+            input_edges += n as u64;
+            let (d, t) = r.progress();
+            progress("reading", d, t);
         }
-        input_edges += n;
     }
+    phases.done("read and sort");
     if input_edges == 0 {
         let names: Vec<String> = edges
             .iter()
@@ -348,6 +424,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
                 lay_out(&vol, next_page, &mut merged, &LayoutOptions { degrees: lower_sort.is_some(), ..lo }, out_total, &|d, t| progress("out-edges", d, t))?;
             drop(merged);
             let (out_meta, mut next) = write_gtt(&vol, &out_laid.gtt, num_nodes, out_laid.next_page, next_page)?;
+            phases.done("out-edges: merge, lay out, write");
             // In-edges and lower lists: one more adjacency each, from its
             // own sorted runs, after everything before it. Returns its
             // metadata and edge count.
@@ -360,6 +437,9 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
                 Ok((m, laid.edges))
             };
             let in_meta = in_sort.map(|s| more(s, "in-edges", &mut next)).transpose()?.map(|(m, _)| m);
+            if in_meta.is_some() {
+                phases.done("in-edges: merge, lay out, write");
+            }
             let mut lower_meta = None;
             if let Some(s) = lower_sort {
                 let (dir, edges) = more(s, "lower lists", &mut next)?;
@@ -368,6 +448,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
                 let degrees = write_table(&vol, &words, next)?;
                 next += degrees.pages;
                 lower_meta = Some(LowerMeta { dir, edges, degrees });
+                phases.done("lower lists: merge, lay out, write");
             }
             let hot = write_table(&vol, &out_laid.hot, next)?;
             next += hot.pages;
@@ -378,6 +459,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
             Ok((out_meta, in_meta, lower_meta, hot, order, next + order.pages, out_laid.edges))
         })();
         let wrote = writer.join().map_err(|_| StoreError::Invalid("tensor writer thread panicked".into()))?;
+        phases.done("tables, tensors");
         let laid = laid?;
         wrote?;
         Ok(laid)
@@ -418,12 +500,22 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     trim_members(&paths, total_pages, o)?;
     std::fs::rename(&tmp, out).map_err(file_err(out))?;
     cleanup.0 = None;
+    phases.done("seal, sync, rename");
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty())
         && let Ok(d) = std::fs::File::open(parent)
     {
         let _ = d.sync_all();
     }
-    Ok(ImportReport { num_nodes, num_edges, input_edges, pages: total_pages, bytes: total_pages * ps as u64, runs, seconds: t0.elapsed().as_secs_f64() })
+    Ok(ImportReport {
+        num_nodes,
+        num_edges,
+        input_edges,
+        pages: total_pages,
+        bytes: total_pages * ps as u64,
+        runs,
+        seconds: t0.elapsed().as_secs_f64(),
+        phases: phases.list,
+    })
 }
 
 /// The degree order of the input's vertices: one pass over the edges
@@ -431,29 +523,22 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
 /// rules as the import itself.
 fn degree_order(edges: &[EdgeInput], o: &ImportOptions, plans: &[TensorPlan], progress: Progress) -> Result<Permutation> {
     let limit = o.num_nodes.unwrap_or(u32::MAX as u64).min(u32::MAX as u64);
+    let lim = Limits { below: limit, declared: o.num_nodes.filter(|&nn| nn <= u32::MAX as u64), finite_weights: false };
     let mut degree: Vec<u32> = Vec::new();
+    let mut batch = EdgeBatch::new(false, false);
     for e in edges {
         let mut r = source::open(e, false, false)?;
-        let mut n = 0u64;
-        while let Some(e) = r.next_edge()? {
-            for v in [e.src, e.dst] {
-                if v >= limit {
-                    return Err(r.error(match o.num_nodes {
-                        Some(nn) if nn <= u32::MAX as u64 => format!("vertex id {v} is not below the declared node count {nn}"),
-                        _ => format!("vertex id {v}: a degree order needs ids below 2^32 - 1"),
-                    }));
-                }
-                let v = v as usize;
-                if v >= degree.len() {
-                    degree.resize((v + 1).max(degree.len() * 5 / 4), 0);
-                }
-                degree[v] = degree[v].saturating_add(1);
+        while r.next_batch(&mut batch, BATCH_EDGES, &lim)? > 0 {
+            let m = batch.src.iter().zip(&batch.dst).fold(0u64, |m, (&s, &d)| m.max(s).max(d)) as usize;
+            if m >= degree.len() {
+                degree.resize((m + 1).max(degree.len() * 5 / 4), 0);
             }
-            n += 1;
-            if n.is_multiple_of(1 << 20) {
-                let (d, t) = r.progress();
-                progress("counting degrees", d, t);
+            for &v in batch.src.iter().chain(&batch.dst) {
+                let d = &mut degree[v as usize];
+                *d = d.saturating_add(1);
             }
+            let (d, t) = r.progress();
+            progress("counting degrees", d, t);
         }
     }
     let seen = degree.iter().rposition(|&d| d > 0).map_or(0, |v| v + 1) as u64;

@@ -110,6 +110,8 @@ pub struct IntStream {
     r: std::io::BufReader<std::fs::File>,
     kind: IntKind,
     left: u64,
+    /// Raw bytes of a batch, reused.
+    bytes: Vec<u8>,
     /// Index of the next element, for error messages.
     pub index: u64,
 }
@@ -120,7 +122,49 @@ impl IntStream {
         let kind = h.int_kind()?;
         let mut f = std::fs::File::open(&h.path).map_err(file_err(&h.path))?;
         f.seek(SeekFrom::Start(h.data_offset + first * h.item_size as u64)).map_err(file_err(&h.path))?;
-        Ok(IntStream { path: h.path.clone(), r: std::io::BufReader::with_capacity(1 << 20, f), kind, left: count, index: 0 })
+        Ok(IntStream { path: h.path.clone(), r: std::io::BufReader::with_capacity(1 << 20, f), kind, left: count, bytes: Vec::new(), index: 0 })
+    }
+
+    /// Appends the next `n` ids to `out` (the stream must hold them);
+    /// negative values are an error naming the element index.
+    pub fn read_ids(&mut self, out: &mut Vec<u64>, n: usize) -> Result<()> {
+        if (n as u64) > self.left {
+            return Err(bad(&self.path, format!("element {}: the array ends before {n} more ids", self.index)));
+        }
+        let size = match self.kind {
+            IntKind::I32 | IntKind::U32 => 4,
+            IntKind::I64 | IntKind::U64 => 8,
+        };
+        self.bytes.resize(n * size, 0);
+        self.r.read_exact(&mut self.bytes).map_err(file_err(&self.path))?;
+        let from = out.len();
+        let b = &self.bytes;
+        let negative = match self.kind {
+            IntKind::I32 => {
+                out.extend(b.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().expect("4")) as i64 as u64));
+                true
+            }
+            IntKind::U32 => {
+                out.extend(b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4")) as u64));
+                false
+            }
+            IntKind::I64 => {
+                out.extend(b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8"))));
+                true
+            }
+            IntKind::U64 => {
+                out.extend(b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8"))));
+                false
+            }
+        };
+        // A negative signed id is >= 2^63 as u64.
+        if negative && let Some(k) = out[from..].iter().position(|&v| v >= 1 << 63) {
+            let v = out[from + k] as i64;
+            return Err(bad(&self.path, format!("element {}: negative vertex id {v}", self.index + k as u64)));
+        }
+        self.left -= n as u64;
+        self.index += n as u64;
+        Ok(())
     }
 
     /// Next id; negative values are an error naming the element index.

@@ -1,15 +1,22 @@
 //! External sort of edge records: fill a buffer within the memory budget,
 //! sort it (both cores), spill it as a run; at the end merge the runs (or
 //! stream the buffer when everything fit).
+//!
+//! Records without weights or labels whose ids fit in 32 bits (every degree
+//! ordered import, and any graph below 2^32 vertices) are packed into one
+//! u64 key `src << 32 | dst`, whose order is the record order: a third of
+//! the bytes to sort, spill and merge, and integer comparisons. A sorter
+//! that meets a larger id spills what it holds and goes on with 24-byte
+//! records; each run file keeps its own form.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use rayon::slice::ParallelSliceMut;
 
-use crate::error::{Result, file_err};
+use crate::error::{Result, StoreError, file_err};
 
 /// One directed edge as sorted: by source, destination, then weight bits and
 /// label so that equal inputs always sort the same way (deterministic bytes).
@@ -22,15 +29,30 @@ pub struct Rec {
 }
 
 const REC_BYTES: usize = 24;
+const KEY_BYTES: usize = 8;
+/// Largest id a packed key holds.
+pub const PACKED_MAX: u64 = u32::MAX as u64;
+
+/// The packed key of an edge whose ids are at most `PACKED_MAX`.
+#[inline]
+pub fn pack(src: u64, dst: u64) -> u64 {
+    debug_assert!(src <= PACKED_MAX && dst <= PACKED_MAX);
+    src << 32 | dst
+}
+
+#[inline]
+fn unpack(k: u64) -> Rec {
+    Rec { src: k >> 32, dst: k & PACKED_MAX, wbits: 0, label: 0 }
+}
 
 impl Rec {
-    fn put(&self, out: &mut [u8; REC_BYTES]) {
+    fn put(&self, out: &mut [u8]) {
         out[0..8].copy_from_slice(&self.src.to_le_bytes());
         out[8..16].copy_from_slice(&self.dst.to_le_bytes());
         out[16..20].copy_from_slice(&self.wbits.to_le_bytes());
         out[20..24].copy_from_slice(&self.label.to_le_bytes());
     }
-    fn get(b: &[u8; REC_BYTES]) -> Rec {
+    fn get(b: &[u8]) -> Rec {
         Rec {
             src: u64::from_le_bytes(b[0..8].try_into().expect("8")),
             dst: u64::from_le_bytes(b[8..16].try_into().expect("8")),
@@ -40,20 +62,41 @@ impl Rec {
     }
 }
 
+/// How a run file stores its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Packed,
+    Wide,
+}
+
+impl Form {
+    fn bytes(self) -> usize {
+        match self {
+            Form::Packed => KEY_BYTES,
+            Form::Wide => REC_BYTES,
+        }
+    }
+}
+
 pub struct Sorter {
-    buf: Vec<Rec>,
-    cap: usize,
+    keys: Vec<u64>,
+    recs: Vec<Rec>,
+    form: Form,
+    budget: usize,
     dir: PathBuf,
     tag: &'static str,
-    runs: Vec<PathBuf>,
+    runs: Vec<(PathBuf, Form)>,
+    /// Spill staging, reused.
+    bytes: Vec<u8>,
     pub count: u64,
 }
 
 impl Sorter {
-    /// `budget` bytes of records in memory; runs spill into `dir`.
-    pub fn new(budget: usize, dir: &Path, tag: &'static str) -> Sorter {
-        let cap = (budget / std::mem::size_of::<Rec>()).max(1024);
-        Sorter { buf: Vec::new(), cap, dir: dir.to_path_buf(), tag, runs: Vec::new(), count: 0 }
+    /// `budget` bytes of records in memory; runs spill into `dir`. `packed`:
+    /// the records carry no weights or labels (see the module comment).
+    pub fn new(budget: usize, dir: &Path, tag: &'static str, packed: bool) -> Sorter {
+        let form = if packed { Form::Packed } else { Form::Wide };
+        Sorter { keys: Vec::new(), recs: Vec::new(), form, budget, dir: dir.to_path_buf(), tag, runs: Vec::new(), bytes: Vec::new(), count: 0 }
     }
 
     /// Runs spilled so far.
@@ -61,31 +104,93 @@ impl Sorter {
         self.runs.len()
     }
 
+    /// Whether records go in as packed keys (`push_keys`).
+    pub fn packed(&self) -> bool {
+        self.form == Form::Packed
+    }
+
+    fn cap(&self) -> usize {
+        (self.budget / self.form.bytes()).max(1024)
+    }
+
+    /// Appends packed keys (only while `packed()`).
+    pub fn push_keys(&mut self, mut keys: &[u64]) -> Result<()> {
+        assert!(self.packed(), "packed keys pushed into a sorter of wide records");
+        let cap = self.cap();
+        while !keys.is_empty() {
+            if self.keys.len() == cap {
+                self.spill()?;
+            }
+            if self.keys.capacity() < cap {
+                // Grow in steps so a small input costs little memory.
+                let want = (self.keys.len() + keys.len()).max(self.keys.capacity() * 2).min(cap);
+                self.keys.reserve_exact(want - self.keys.len());
+            }
+            let n = keys.len().min(cap - self.keys.len());
+            self.keys.extend_from_slice(&keys[..n]);
+            self.count += n as u64;
+            keys = &keys[n..];
+        }
+        Ok(())
+    }
+
+    /// Appends one record; a packed sorter meeting an id past 32 bits or a
+    /// weight or label first spills its keys and goes on wide.
     pub fn push(&mut self, r: Rec) -> Result<()> {
-        if self.buf.len() == self.cap {
+        if self.packed() {
+            if r.src <= PACKED_MAX && r.dst <= PACKED_MAX && r.wbits == 0 && r.label == 0 {
+                return self.push_keys(&[pack(r.src, r.dst)]);
+            }
+            if !self.keys.is_empty() {
+                self.spill()?;
+            }
+            self.keys = Vec::new();
+            self.form = Form::Wide;
+        }
+        if self.recs.len() == self.cap() {
             self.spill()?;
         }
-        if self.buf.capacity() == 0 {
-            self.buf.reserve_exact(self.cap.min(1 << 16));
+        if self.recs.capacity() == 0 {
+            self.recs.reserve_exact(self.cap().min(1 << 16));
         }
-        self.buf.push(r);
+        self.recs.push(r);
         self.count += 1;
         Ok(())
     }
 
+    fn sort_buffer(&mut self) {
+        match self.form {
+            Form::Packed => self.keys.par_sort_unstable(),
+            Form::Wide => self.recs.par_sort_unstable(),
+        }
+    }
+
     fn spill(&mut self) -> Result<()> {
-        self.buf.par_sort_unstable();
+        self.sort_buffer();
         let path = self.dir.join(format!("run-{}-{}", self.tag, self.runs.len()));
         let f = std::fs::File::create(&path).map_err(file_err(&path))?;
         let mut w = BufWriter::with_capacity(1 << 20, f);
-        let mut b = [0u8; REC_BYTES];
-        for r in &self.buf {
-            r.put(&mut b);
-            w.write_all(&b).map_err(file_err(&path))?;
+        const BLOCK: usize = 1 << 16;
+        let form = self.form;
+        let n = if form == Form::Packed { self.keys.len() } else { self.recs.len() };
+        for start in (0..n).step_by(BLOCK) {
+            let end = (start + BLOCK).min(n);
+            self.bytes.clear();
+            match form {
+                Form::Packed => self.bytes.extend(self.keys[start..end].iter().flat_map(|k| k.to_le_bytes())),
+                Form::Wide => {
+                    self.bytes.resize((end - start) * REC_BYTES, 0);
+                    for (r, b) in self.recs[start..end].iter().zip(self.bytes.chunks_exact_mut(REC_BYTES)) {
+                        r.put(b);
+                    }
+                }
+            }
+            w.write_all(&self.bytes).map_err(file_err(&path))?;
         }
         w.flush().map_err(file_err(&path))?;
-        self.runs.push(path);
-        self.buf.clear();
+        self.runs.push((path, form));
+        self.keys.clear();
+        self.recs.clear();
         Ok(())
     }
 
@@ -93,61 +198,131 @@ impl Sorter {
     /// over the run readers.
     pub fn finish(mut self, merge_budget: usize) -> Result<Merged> {
         if self.runs.is_empty() {
-            self.buf.par_sort_unstable();
-            return Ok(Merged { mem: self.buf.into_iter(), runs: Vec::new(), heap: BinaryHeap::new(), paths: Vec::new() });
+            self.sort_buffer();
+            let src = match self.form {
+                Form::Packed => Src::Keys(std::mem::take(&mut self.keys).into_iter()),
+                Form::Wide => Src::Recs(std::mem::take(&mut self.recs).into_iter()),
+            };
+            return Ok(Merged { src, paths: Vec::new() });
         }
-        if !self.buf.is_empty() {
+        if !self.keys.is_empty() || !self.recs.is_empty() {
             self.spill()?;
         }
-        self.buf = Vec::new();
-        let per = (merge_budget / self.runs.len()).clamp(64 << 10, 8 << 20);
+        self.keys = Vec::new();
+        self.recs = Vec::new();
+        self.bytes = Vec::new();
+        // A multiple of both record sizes, so a refill never splits one.
+        let per = (merge_budget / self.runs.len()).clamp(64 << 10, 8 << 20) / REC_BYTES * REC_BYTES;
         let mut runs = Vec::with_capacity(self.runs.len());
-        let mut heap = BinaryHeap::with_capacity(self.runs.len());
-        for (i, p) in self.runs.iter().enumerate() {
+        for (p, form) in &self.runs {
             let f = std::fs::File::open(p).map_err(file_err(p))?;
-            let mut r = RunReader { path: p.clone(), r: BufReader::with_capacity(per, f) };
-            if let Some(rec) = r.next()? {
-                heap.push(Reverse((rec, i)));
-            }
-            runs.push(r);
+            runs.push(RunReader { path: p.clone(), f, form: *form, buf: vec![0; per], at: 0, len: 0 });
         }
-        Ok(Merged { mem: Vec::new().into_iter(), runs, heap, paths: self.runs })
+        let paths = self.runs.iter().map(|(p, _)| p.clone()).collect();
+        let src = if self.runs.iter().all(|(_, f)| *f == Form::Packed) {
+            let mut heap = BinaryHeap::with_capacity(runs.len());
+            for (i, r) in runs.iter_mut().enumerate() {
+                if let Some(k) = r.next_key()? {
+                    heap.push(Reverse((k, i)));
+                }
+            }
+            Src::KeyRuns { runs, heap }
+        } else {
+            let mut heap = BinaryHeap::with_capacity(runs.len());
+            for (i, r) in runs.iter_mut().enumerate() {
+                if let Some(rec) = r.next_rec()? {
+                    heap.push(Reverse((rec, i)));
+                }
+            }
+            Src::RecRuns { runs, heap }
+        };
+        Ok(Merged { src, paths })
     }
 }
 
+/// One spilled run, read a large block at a time.
 struct RunReader {
     path: PathBuf,
-    r: BufReader<std::fs::File>,
+    f: std::fs::File,
+    form: Form,
+    buf: Vec<u8>,
+    at: usize,
+    len: usize,
 }
 
 impl RunReader {
-    fn next(&mut self) -> Result<Option<Rec>> {
-        let mut b = [0u8; REC_BYTES];
-        match self.r.read_exact(&mut b) {
-            Ok(()) => Ok(Some(Rec::get(&b))),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
-            Err(e) => Err(file_err(&self.path)(e)),
+    /// The next record's bytes, refilling the block when it is used up.
+    fn next_bytes(&mut self) -> Result<Option<&[u8]>> {
+        let n = self.form.bytes();
+        if self.at == self.len {
+            self.len = 0;
+            self.at = 0;
+            while self.len < self.buf.len() {
+                let got = self.f.read(&mut self.buf[self.len..]).map_err(file_err(&self.path))?;
+                if got == 0 {
+                    break;
+                }
+                self.len += got;
+            }
+            if self.len == 0 {
+                return Ok(None);
+            }
+            if !self.len.is_multiple_of(n) {
+                return Err(StoreError::BadInput { path: self.path.clone(), reason: "sorted run ends inside a record".into() });
+            }
         }
+        let b = &self.buf[self.at..self.at + n];
+        self.at += n;
+        Ok(Some(b))
+    }
+
+    fn next_key(&mut self) -> Result<Option<u64>> {
+        Ok(self.next_bytes()?.map(|b| u64::from_le_bytes(b.try_into().expect("8"))))
+    }
+
+    fn next_rec(&mut self) -> Result<Option<Rec>> {
+        let form = self.form;
+        Ok(self.next_bytes()?.map(|b| if form == Form::Packed { unpack(u64::from_le_bytes(b.try_into().expect("8"))) } else { Rec::get(b) }))
     }
 }
 
+enum Src {
+    Keys(std::vec::IntoIter<u64>),
+    Recs(std::vec::IntoIter<Rec>),
+    KeyRuns { runs: Vec<RunReader>, heap: BinaryHeap<Reverse<(u64, usize)>> },
+    RecRuns { runs: Vec<RunReader>, heap: BinaryHeap<Reverse<(Rec, usize)>> },
+}
+
 pub struct Merged {
-    mem: std::vec::IntoIter<Rec>,
-    runs: Vec<RunReader>,
-    heap: BinaryHeap<Reverse<(Rec, usize)>>,
+    src: Src,
     paths: Vec<PathBuf>,
 }
 
 impl Merged {
     pub fn next_record(&mut self) -> Result<Option<Rec>> {
-        if self.runs.is_empty() {
-            return Ok(self.mem.next());
+        match &mut self.src {
+            Src::Keys(it) => Ok(it.next().map(unpack)),
+            Src::Recs(it) => Ok(it.next()),
+            Src::KeyRuns { runs, heap } => {
+                let Some(mut top) = heap.peek_mut() else { return Ok(None) };
+                let Reverse((k, i)) = *top;
+                match runs[i].next_key()? {
+                    // Replacing the root sifts once instead of a pop and a push.
+                    Some(n) => *top = Reverse((n, i)),
+                    None => drop(std::collections::binary_heap::PeekMut::pop(top)),
+                }
+                Ok(Some(unpack(k)))
+            }
+            Src::RecRuns { runs, heap } => {
+                let Some(mut top) = heap.peek_mut() else { return Ok(None) };
+                let Reverse((rec, i)) = *top;
+                match runs[i].next_rec()? {
+                    Some(n) => *top = Reverse((n, i)),
+                    None => drop(std::collections::binary_heap::PeekMut::pop(top)),
+                }
+                Ok(Some(rec))
+            }
         }
-        let Some(Reverse((rec, i))) = self.heap.pop() else { return Ok(None) };
-        if let Some(n) = self.runs[i].next()? {
-            self.heap.push(Reverse((n, i)));
-        }
-        Ok(Some(rec))
     }
 }
 

@@ -34,8 +34,94 @@ pub struct RawEdge {
     pub label: u32,
 }
 
+/// A batch of edges as columns; `weights` and `labels` are filled only
+/// when the import keeps them.
+#[derive(Debug, Default)]
+pub struct EdgeBatch {
+    pub src: Vec<u64>,
+    pub dst: Vec<u64>,
+    pub weights: Vec<f32>,
+    pub labels: Vec<u32>,
+    pub want_weights: bool,
+    pub want_labels: bool,
+}
+
+impl EdgeBatch {
+    pub fn new(want_weights: bool, want_labels: bool) -> EdgeBatch {
+        EdgeBatch { want_weights, want_labels, ..Default::default() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.src.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.src.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.src.clear();
+        self.dst.clear();
+        self.weights.clear();
+        self.labels.clear();
+    }
+
+    fn push(&mut self, e: &RawEdge) {
+        self.src.push(e.src);
+        self.dst.push(e.dst);
+        if self.want_weights {
+            self.weights.push(e.weight);
+        }
+        if self.want_labels {
+            self.labels.push(e.label);
+        }
+    }
+}
+
+/// What every edge read is checked against, so that an error names the
+/// input's file and line or element.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Ids must be below this.
+    pub below: u64,
+    /// The node count the user declared (worded in the error).
+    pub declared: Option<u64>,
+    /// Weights must be finite.
+    pub finite_weights: bool,
+}
+
+impl Limits {
+    /// Why `e` breaks a limit, if it does.
+    fn check(&self, src: u64, dst: u64, weight: f32) -> Option<String> {
+        let bad = if src >= self.below { src } else { dst };
+        if bad >= self.below {
+            return Some(match self.declared {
+                Some(nn) if bad >= nn => format!("vertex id {bad} is not below the declared node count {nn}"),
+                _ => format!("vertex id {bad}: a degree order needs ids below 2^32 - 1"),
+            });
+        }
+        if self.finite_weights && !weight.is_finite() {
+            return Some(format!("weight {weight} is not finite"));
+        }
+        None
+    }
+}
+
 pub trait EdgeReader {
     fn next_edge(&mut self) -> Result<Option<RawEdge>>;
+    /// Replaces `b`'s edges with up to `max` next ones, each checked against
+    /// `lim`; returns how many (0 at the end).
+    fn next_batch(&mut self, b: &mut EdgeBatch, max: usize, lim: &Limits) -> Result<usize> {
+        b.clear();
+        while b.len() < max {
+            let Some(e) = self.next_edge()? else { break };
+            if let Some(why) = lim.check(e.src, e.dst, e.weight) {
+                return Err(self.error(why));
+            }
+            b.push(&e);
+        }
+        Ok(b.len())
+    }
     /// Location of the edge last returned, for error messages.
     fn error(&self, reason: String) -> StoreError;
     /// Input bytes (or elements) consumed so far and in all, for progress.
@@ -89,6 +175,27 @@ impl EdgeReader for MemEdges<'_> {
         self.i += 1;
         Ok(Some(RawEdge { src: self.src[i], dst: self.dst[i], weight: self.weights.map_or(1.0, |w| w[i]), label: self.labels.map_or(0, |l| l[i]) }))
     }
+    fn next_batch(&mut self, b: &mut EdgeBatch, max: usize, lim: &Limits) -> Result<usize> {
+        b.clear();
+        let (from, to) = (self.i, (self.i + max).min(self.src.len()));
+        b.src.extend_from_slice(&self.src[from..to]);
+        b.dst.extend_from_slice(&self.dst[from..to]);
+        if b.want_weights {
+            match self.weights {
+                Some(w) => b.weights.extend_from_slice(&w[from..to]),
+                None => b.weights.resize(to - from, 1.0),
+            }
+        }
+        if b.want_labels {
+            match self.labels {
+                Some(l) => b.labels.extend_from_slice(&l[from..to]),
+                None => b.labels.resize(to - from, 0),
+            }
+        }
+        self.i = to;
+        check_batch(b, lim).map_err(|(k, why)| StoreError::Invalid(format!("edge {}: {why}", from + k)))?;
+        Ok(to - from)
+    }
     fn error(&self, reason: String) -> StoreError {
         StoreError::Invalid(format!("edge {}: {reason}", self.i.saturating_sub(1)))
     }
@@ -103,6 +210,8 @@ struct NpyEdges {
     b: IntStream,
     /// (E, 2) layout: both ids come from stream `a`.
     interleaved: bool,
+    /// (E, 2) layout: a batch's ids before they are split.
+    pairs: Vec<u64>,
     total: u64,
     done: u64,
 }
@@ -112,8 +221,24 @@ impl NpyEdges {
         let h = read_header(p)?;
         let bad = |r: String| StoreError::BadInput { path: p.to_path_buf(), reason: r };
         match h.shape.as_slice() {
-            [2, e] => Ok(NpyEdges { path: p.into(), a: IntStream::new(&h, 0, *e)?, b: IntStream::new(&h, *e, *e)?, interleaved: false, total: *e, done: 0 }),
-            [e, 2] => Ok(NpyEdges { path: p.into(), a: IntStream::new(&h, 0, 2 * e)?, b: IntStream::new(&h, 0, 0)?, interleaved: true, total: *e, done: 0 }),
+            [2, e] => Ok(NpyEdges {
+                path: p.into(),
+                a: IntStream::new(&h, 0, *e)?,
+                b: IntStream::new(&h, *e, *e)?,
+                interleaved: false,
+                pairs: Vec::new(),
+                total: *e,
+                done: 0,
+            }),
+            [e, 2] => Ok(NpyEdges {
+                path: p.into(),
+                a: IntStream::new(&h, 0, 2 * e)?,
+                b: IntStream::new(&h, 0, 0)?,
+                interleaved: true,
+                pairs: Vec::new(),
+                total: *e,
+                done: 0,
+            }),
             s => Err(bad(format!("edge array must have shape (2, E) or (E, 2), not {s:?}"))),
         }
     }
@@ -127,7 +252,7 @@ impl NpyEdges {
             });
         }
         let e = ha.shape[0];
-        Ok(NpyEdges { path: a.into(), a: IntStream::new(&ha, 0, e)?, b: IntStream::new(&hb, 0, e)?, interleaved: false, total: e, done: 0 })
+        Ok(NpyEdges { path: a.into(), a: IntStream::new(&ha, 0, e)?, b: IntStream::new(&hb, 0, e)?, interleaved: false, pairs: Vec::new(), total: e, done: 0 })
     }
 }
 
@@ -142,9 +267,49 @@ impl EdgeReader for NpyEdges {
     fn error(&self, reason: String) -> StoreError {
         StoreError::BadInput { path: self.path.clone(), reason: format!("edge {}: {reason}", self.done.saturating_sub(1)) }
     }
+    fn next_batch(&mut self, b: &mut EdgeBatch, max: usize, lim: &Limits) -> Result<usize> {
+        b.clear();
+        let n = (self.total - self.done).min(max as u64) as usize;
+        if n == 0 {
+            return Ok(0);
+        }
+        if self.interleaved {
+            self.a.read_ids(&mut self.pairs, 2 * n)?;
+            b.src.extend(self.pairs.iter().step_by(2));
+            b.dst.extend(self.pairs.iter().skip(1).step_by(2));
+        } else {
+            self.a.read_ids(&mut b.src, n)?;
+            self.b.read_ids(&mut b.dst, n)?;
+        }
+        if b.want_weights {
+            b.weights.resize(n, 1.0);
+        }
+        if b.want_labels {
+            b.labels.resize(n, 0);
+        }
+        let first = self.done;
+        self.done += n as u64;
+        check_batch(b, lim).map_err(|(k, why)| StoreError::BadInput { path: self.path.clone(), reason: format!("edge {}: {why}", first + k as u64) })?;
+        Ok(n)
+    }
     fn progress(&self) -> (u64, u64) {
         (self.done, self.total)
     }
+}
+
+/// The first edge of `b` (its index and why) that breaks `lim`.
+fn check_batch(b: &EdgeBatch, lim: &Limits) -> std::result::Result<(), (usize, String)> {
+    let max = b.src.iter().zip(&b.dst).fold(0u64, |m, (&s, &d)| m.max(s).max(d));
+    let finite = !lim.finite_weights || b.weights.iter().all(|w| w.is_finite());
+    if max < lim.below && finite {
+        return Ok(());
+    }
+    for i in 0..b.len() {
+        if let Some(why) = lim.check(b.src[i], b.dst[i], b.weights.get(i).copied().unwrap_or(1.0)) {
+            return Err((i, why));
+        }
+    }
+    Ok(())
 }
 
 /// Column positions of a CSV header, or the SNAP text layout.
