@@ -9,10 +9,13 @@ use std::sync::{Arc, RwLock};
 
 use oxrdf::Term;
 use rustc_hash::FxHashMap;
-use spareval::{InternalQuad, QueryableDataset};
+use spareval::{CancellationToken, InternalQuad, QueryableDataset};
+use spargebra::algebra::PropertyPathExpression;
+use std::time::Duration;
 
 use crate::dict::Dict;
 use crate::error::{RdfError, Result};
+use crate::path::{Eval, Path};
 use crate::state::{GraphSel, Snapshot};
 use crate::term;
 
@@ -23,6 +26,11 @@ pub struct QueryData {
     pub snap: Snapshot,
     pub dict: Arc<RwLock<Dict>>,
     side: RefCell<SideTable>,
+    /// Property paths the query's rewrite replaced, by the side id of the
+    /// IRI that stands for each (see `path::rewrite`).
+    paths: FxHashMap<u64, Path>,
+    cancel: CancellationToken,
+    timeout: Option<Duration>,
 }
 
 #[derive(Default)]
@@ -33,7 +41,60 @@ struct SideTable {
 
 impl QueryData {
     pub fn new(snap: Snapshot, dict: Arc<RwLock<Dict>>) -> QueryData {
-        QueryData { snap, dict, side: RefCell::default() }
+        QueryData { snap, dict, side: RefCell::default(), paths: FxHashMap::default(), cancel: CancellationToken::new(), timeout: None }
+    }
+
+    /// Registers the paths `path::rewrite` took out of the query: path `i`
+    /// is answered for the predicate IRI `prefix` + `i`. `cancel` stops a
+    /// path evaluation between levels.
+    pub fn set_paths(&mut self, prefix: &str, exprs: &[PropertyPathExpression], cancel: CancellationToken, timeout: Option<Duration>) -> Result<()> {
+        self.cancel = cancel;
+        self.timeout = timeout;
+        for (i, e) in exprs.iter().enumerate() {
+            let path = Path::compile(e, &mut |n| self.id(&Term::NamedNode(n.clone())))?;
+            // The IRI is the query's own (a random prefix): a side term
+            // without a dictionary lookup.
+            let t = Term::NamedNode(oxrdf::NamedNode::new_unchecked(format!("{prefix}{i}")));
+            let mut side = self.side.borrow_mut();
+            let id = SIDE | side.terms.len() as u64;
+            side.ids.insert(term::to_bytes(&t), id);
+            side.terms.push(t);
+            drop(side);
+            self.paths.insert(id, path);
+        }
+        Ok(())
+    }
+
+    /// Stored quads matching a pattern (nothing matches a side id).
+    fn quads(&self, s: Option<&u64>, p: Option<&u64>, o: Option<&u64>, graph: Option<Option<&u64>>) -> Result<Vec<InternalQuad<u64>>> {
+        let sel = match graph {
+            None => GraphSel::AnyNamed,
+            Some(None) => GraphSel::Default,
+            Some(Some(&g)) => GraphSel::Named(g),
+        };
+        if [s, p, o, graph.flatten()].into_iter().flatten().any(|&x| x & SIDE != 0) {
+            return Ok(Vec::new());
+        }
+        let found = self.snap.find(s.copied(), p.copied(), o.copied(), sel)?;
+        Ok(found.into_iter().map(|[s, p, o, g]| InternalQuad { subject: s, predicate: p, object: o, graph_name: (g != 0).then_some(g) }).collect())
+    }
+
+    /// The quads (start, `p`, end, graph) of the path `p` stands for.
+    fn path_quads(&self, p: u64, path: &Path, s: Option<u64>, o: Option<u64>, graph: Option<Option<&u64>>) -> Result<Vec<InternalQuad<u64>>> {
+        let graphs: Vec<(GraphSel, Option<u64>)> = match graph {
+            Some(None) => vec![(GraphSel::Default, None)],
+            Some(Some(&g)) if g & SIDE != 0 => Vec::new(),
+            Some(Some(&g)) => vec![(GraphSel::Named(g), Some(g))],
+            None => self.snap.graphs()?.into_iter().map(|g| (GraphSel::Named(g), Some(g))).collect(),
+        };
+        let mut out = Vec::new();
+        for (graph, name) in graphs {
+            let eval = Eval { snap: &self.snap, graph, cancel: &self.cancel, timeout: self.timeout };
+            for (subject, object) in eval.pairs(path, s, o)? {
+                out.push(InternalQuad { subject, predicate: p, object, graph_name: name });
+            }
+        }
+        Ok(out)
     }
 
     /// Decodes the ids `ids` (side ids too); the dictionary's pages for
@@ -96,20 +157,15 @@ impl QueryableDataset<'static> for QueryData {
         object: Option<&u64>,
         graph_name: Option<Option<&u64>>,
     ) -> impl Iterator<Item = Result<InternalQuad<u64>>> + use<> {
-        let sel = match graph_name {
-            None => GraphSel::AnyNamed,
-            Some(None) => GraphSel::Default,
-            Some(Some(&g)) => GraphSel::Named(g),
+        let found = match predicate.and_then(|p| Some((*p, self.paths.get(p)?))) {
+            Some((p, path)) => self.path_quads(p, path, subject.copied(), object.copied(), graph_name),
+            None => self.quads(subject, predicate, object, graph_name),
         };
-        let side = [subject, predicate, object, graph_name.flatten()].into_iter().flatten().any(|&x| x & SIDE != 0);
-        let found = if side { Ok(Vec::new()) } else { self.snap.find(subject.copied(), predicate.copied(), object.copied(), sel) };
         let (ok, err) = match found {
             Ok(v) => (v, None),
             Err(e) => (Vec::new(), Some(e)),
         };
-        err.map(Err)
-            .into_iter()
-            .chain(ok.into_iter().map(|[s, p, o, g]| Ok(InternalQuad { subject: s, predicate: p, object: o, graph_name: (g != 0).then_some(g) })))
+        err.map(Err).into_iter().chain(ok.into_iter().map(Ok))
     }
 
     fn internal_named_graphs(&self) -> impl Iterator<Item = Result<u64>> + use<> {

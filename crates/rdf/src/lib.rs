@@ -25,6 +25,7 @@ mod dictfile;
 mod error;
 mod load;
 mod meta;
+mod path;
 mod query;
 mod results;
 mod state;

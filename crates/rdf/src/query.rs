@@ -2,6 +2,8 @@
 //! [`QueryData`], rows mapped to the public [`QueryOutput`] with the
 //! timeout and result limit applied.
 
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -10,6 +12,7 @@ use spargebra::SparqlParser;
 
 use crate::dataset::QueryData;
 use crate::error::{RdfError, Result};
+use crate::path;
 use crate::{QueryOptions, QueryOutput};
 
 /// Parses `sparql` as a query, with `base` for relative IRIs.
@@ -61,10 +64,20 @@ pub fn eval_error(e: QueryEvaluationError, limit: Option<Duration>) -> RdfError 
     }
 }
 
-/// Runs `query` on `data`.
-pub fn run(query: &spargebra::Query, data: QueryData, o: &QueryOptions) -> Result<QueryOutput> {
+/// Runs `query` on `data`. Over the store's own default graph, property
+/// paths run on our batched operator (`path.rs`): they are rewritten into
+/// triple patterns the dataset answers. A FROM clause or the union default
+/// graph leaves them to spareval (a path there may cross graphs).
+pub fn run(query: &spargebra::Query, mut data: QueryData, o: &QueryOptions) -> Result<QueryOutput> {
     let token = CancellationToken::new();
     let deadline = Deadline::start(o.timeout, &token);
+    let mut query = query.clone();
+    if !o.default_graph_as_union && query.dataset().is_none() {
+        let prefix = format!("urn:x-solidgraph-path:{:016x}:", RandomState::new().build_hasher().finish());
+        let paths = path::rewrite(&mut query, &prefix);
+        data.set_paths(&prefix, &paths, token.clone(), o.timeout)?;
+    }
+    let query = &query;
     let evaluator = QueryEvaluator::new().with_cancellation_token(token);
     let mut prepared = evaluator.prepare(query);
     if o.default_graph_as_union && query.dataset().is_none() {

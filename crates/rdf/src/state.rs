@@ -102,6 +102,37 @@ impl Base {
     }
 }
 
+/// Ids per batched adjacency read of [`Snapshot::step`]: bounds the lists
+/// one read holds in memory.
+const STEP_BATCH: usize = 1 << 16;
+
+impl Base {
+    /// Appends (node, other end, predicate, graph) for every quad in pages
+    /// leaving (`Out`) or entering (`In`) one of `nodes`, whose label
+    /// passes `keep`: the lists of all of `nodes` in one batched read.
+    fn step(&self, nodes: &[u64], dir: Direction, keep: &[bool], out: &mut Vec<Ids>) -> Result<()> {
+        let Some(store) = &self.store else { return Ok(()) };
+        if !keep.iter().any(|&k| k) {
+            return Ok(());
+        }
+        let ids: Vec<u64> = nodes.iter().copied().filter(|&i| i < self.nodes).collect();
+        for chunk in ids.chunks(STEP_BATCH) {
+            let csr = store.neighbors(chunk, dir, false, true)?;
+            let labels = csr.labels.as_deref().unwrap_or(&[]);
+            for (k, &v) in chunk.iter().enumerate() {
+                let (lo, hi) = (csr.indptr[k] as usize, csr.indptr[k + 1] as usize);
+                for (&n, &l) in csr.indices[lo..hi].iter().zip(&labels[lo..hi]) {
+                    if keep.get(l as usize).copied().unwrap_or(false) {
+                        let (pg, pp) = self.pairs[l as usize];
+                        out.push([v, n, pp, pg]);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Pending updates: quads added that are not in the base, base quads removed.
 #[derive(Clone, Default)]
 pub struct Delta {
@@ -169,6 +200,38 @@ impl Snapshot {
         self.delta.find(s, p, o, g, &mut out);
         if out.len() != before {
             out.sort_unstable();
+        }
+        Ok(out)
+    }
+
+    /// One step from many nodes at once: (node, other end, predicate,
+    /// graph) for every quad of `g` leaving (`Out`: node is the subject)
+    /// or entering (`In`: node is the object) one of `nodes` whose
+    /// predicate passes `pred`. The pages of all of `nodes` are read in
+    /// one batch; pending updates are applied.
+    pub fn step(&self, nodes: &[u64], dir: Direction, pred: &dyn Fn(u64) -> bool, g: GraphSel) -> Result<Vec<Ids>> {
+        let keep: Vec<bool> = self.base.pairs.iter().map(|&(pg, pp)| g.ok(pg) && pred(pp)).collect();
+        let mut out = Vec::new();
+        self.base.step(nodes, dir, &keep, &mut out)?;
+        let quad = |[v, n, p, qg]: Ids| if dir == Direction::Out { [v, p, n, qg] } else { [n, p, v, qg] };
+        if !self.delta.removed.is_empty() {
+            out.retain(|&e| !self.delta.removed.contains(&quad(e)));
+        }
+        if !self.delta.spog.is_empty() {
+            let mut found = Vec::new();
+            for &v in nodes {
+                found.clear();
+                if dir == Direction::Out {
+                    self.delta.find(Some(v), None, None, g, &mut found);
+                } else {
+                    self.delta.find(None, None, Some(v), g, &mut found);
+                }
+                for &[s, p, o, qg] in &found {
+                    if pred(p) {
+                        out.push(if dir == Direction::Out { [s, o, p, qg] } else { [o, s, p, qg] });
+                    }
+                }
+            }
         }
         Ok(out)
     }
