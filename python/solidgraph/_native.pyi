@@ -423,6 +423,7 @@ class Graph:
         store_tensor: bool = False,
         row_cache_bytes: int = 268435456,
         progress: _Progress = False,
+        push: bool = True,
     ) -> _F32:
         """Whole-graph GNN inference layer by layer: every node's output row
         of `model`, each layer one pass over the in-lists and the previous
@@ -434,7 +435,10 @@ class Graph:
         (writable=True) the output is also added to the store as node tensor
         `out_tensor`. Each layer keeps the `row_cache_bytes` of the previous
         layer's rows its edges reference most (hub rows) in memory for all
-        of its chunks. See `solidgraph.infer`."""
+        of its chunks. With `push` (default) a layer of linear aggregations
+        (sum, mean, GCN's) reads the previous layer's rows once per
+        destination range, in source order, instead (its accumulators take
+        `row_cache_bytes`). See `solidgraph.infer`."""
     def random_walks(
         self, starts: _Ids, length: int, p: float = 1.0, q: float = 1.0, seed: int | None = None, direction: str = "out"
     ) -> _I64:
@@ -595,6 +599,8 @@ def loader_memory(
     prefetch: int = 4,
     lookahead: int = 32,
     memory_budget: int | None = None,
+    seeds: _Ids | None = None,
+    replace: bool = False,
 ) -> dict[str, int]:
     """The bound on a loader's bytes outside the store's caches, by part
     (`ahead`, `gathered`, `handed`; `buffers`: the three within the cap;
@@ -602,7 +608,9 @@ def loader_memory(
     with `fanouts` (each at least 1) gathering `tensors`. With
     `memory_budget`, also its split: `cache_bytes`, `row_cache_bytes`,
     `buffer_bytes` (the cap on batches held) and `minimum` (a budget below
-    the minimum raises InvalidArgumentError naming it)."""
+    the minimum raises InvalidArgumentError naming it). With `seeds` (the
+    ids batches are taken from, in any order), a batch's first hop counts
+    its seeds' degrees instead of `batch_size` times the fanout."""
 
 @final
 class InferModel:

@@ -45,6 +45,10 @@ pub struct InferArgs {
     /// layer keeps in memory for all its chunks, e.g. 256M (0: none).
     #[arg(long, default_value = "256M", value_parser = parse_size)]
     pub row_cache_bytes: u64,
+    /// With --tensor: every layer pulls (each destination chunk gathers its
+    /// sources' rows) instead of pushing the layers of linear aggregations.
+    #[arg(long, requires = "tensor")]
+    pub pull: bool,
     /// With --tensor: also add the output to the store as node tensor NAME
     /// (opens the store writable; refused if the name is in use).
     #[arg(long, requires = "tensor")]
@@ -104,6 +108,7 @@ fn infer_all_cmd(a: &InferArgs, store: &Store, model: &Model, name: &str) -> Cli
         keep_intermediate: a.keep_intermediate,
         store_tensor: a.add_tensor,
         row_cache_bytes: a.row_cache_bytes,
+        push: !a.pull,
     };
     let pb = bar(store.num_nodes());
     let r = infer_all(store, model, &o, &mut |p| {
@@ -116,7 +121,7 @@ fn infer_all_cmd(a: &InferArgs, store: &Store, model: &Model, name: &str) -> Cli
         .iter()
         .map(|l| {
             serde_json::json!({"layer": l.level + 1, "skipped": l.skipped, "seconds": l.seconds, "store_bytes": l.store_bytes,
-                "row_bytes": l.row_bytes, "row_read_bytes": l.row_read_bytes, "pinned_bytes": l.pinned_bytes, "written_bytes": l.written_bytes})
+                "row_bytes": l.row_bytes, "row_read_bytes": l.row_read_bytes, "pinned_bytes": l.pinned_bytes, "written_bytes": l.written_bytes, "ranges": l.ranges})
         })
         .collect();
     if a.json {
@@ -128,8 +133,14 @@ fn infer_all_cmd(a: &InferArgs, store: &Store, model: &Model, name: &str) -> Cli
                 "done before (skipped)".to_string()
             } else {
                 format!(
-                    "{:.2} s, {} B read from the store, {} B of rows gathered ({} B read from row files, {} B pinned), {} B written",
-                    l.seconds, l.store_bytes, l.row_bytes, l.row_read_bytes, l.pinned_bytes, l.written_bytes
+                    "{:.2} s, {} B read from the store, {} B of rows gathered ({} B read from row files, {} B pinned), {} B written, {}",
+                    l.seconds,
+                    l.store_bytes,
+                    l.row_bytes,
+                    l.row_read_bytes,
+                    l.pinned_bytes,
+                    l.written_bytes,
+                    if l.ranges > 0 { format!("pushed in {} destination ranges", l.ranges) } else { "pulled".into() }
                 )
             };
             eprintln!("layer {}: {what}", l.level + 1);

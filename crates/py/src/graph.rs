@@ -395,11 +395,14 @@ impl Graph {
     /// `store_tensor=True` (a writable Graph) the output is also added to
     /// the store as node tensor `out_tensor` (see `add_tensor`). Each layer
     /// keeps the `row_cache_bytes` of the previous layer's rows its edges
-    /// reference most (hub rows) in memory for all of its chunks.
+    /// reference most (hub rows) in memory for all of its chunks. With
+    /// `push` (default) a layer of linear aggregations (sum, mean, GCN's)
+    /// reads the previous layer's rows once per destination range, in
+    /// source order, instead (its accumulators take `row_cache_bytes`).
     /// See `solidgraph.infer`.
-    #[pyo3(signature = (model, out_tensor="emb".to_string(), features=crate::infer::Features::x(), chunk_bytes=256 << 20, keep_intermediate=false, store_tensor=false, row_cache_bytes=256 << 20, progress=ProgressArg::default()))]
+    #[pyo3(signature = (model, out_tensor="emb".to_string(), features=crate::infer::Features::x(), chunk_bytes=256 << 20, keep_intermediate=false, store_tensor=false, row_cache_bytes=256 << 20, progress=ProgressArg::default(), push=true))]
     #[pyo3(
-        text_signature = "(self, model, out_tensor='emb', features='x', chunk_bytes=268435456, keep_intermediate=False, store_tensor=False, row_cache_bytes=268435456, progress=False)"
+        text_signature = "(self, model, out_tensor='emb', features='x', chunk_bytes=268435456, keep_intermediate=False, store_tensor=False, row_cache_bytes=268435456, progress=False, push=True)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn infer_all<'py>(
@@ -413,8 +416,10 @@ impl Graph {
         store_tensor: bool,
         row_cache_bytes: u64,
         progress: ProgressArg<'py>,
+        push: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        crate::infer::infer_all(py, self.store()?, model, out_tensor, features, chunk_bytes, keep_intermediate, store_tensor, row_cache_bytes, progress)
+        let memory = (chunk_bytes, row_cache_bytes, push);
+        crate::infer::infer_all(py, self.store()?, model, out_tensor, features, memory, keep_intermediate, store_tensor, progress)
     }
 
     /// Random walks from `starts`, all advanced together: an int64 array of

@@ -190,15 +190,14 @@ pub fn infer_all<'py>(
     model: &Bound<'py, PyAny>,
     out_tensor: String,
     features: Features,
-    chunk_bytes: usize,
+    (chunk_bytes, row_cache_bytes, push): (usize, u64, bool),
     keep_intermediate: bool,
     store_tensor: bool,
-    row_cache_bytes: u64,
     progress: ProgressArg<'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let model = model_arg(py, model)?;
     let rep = Reporter::new(py, "infer_all", progress)?;
-    let o = WholeOptions { out: out_tensor, features: features.names(), chunk_bytes, keep_intermediate, store_tensor, row_cache_bytes };
+    let o = WholeOptions { out: out_tensor, features: features.names(), chunk_bytes, keep_intermediate, store_tensor, row_cache_bytes, push };
     let r =
         py.allow_threads(|| run_all(&store, &model, &o, &mut |p| rep.report(&format!("layer {}/{}", p.level + 1, p.levels), p.done, p.total))).map_err(err)?;
     let np = py.import("numpy")?;

@@ -25,6 +25,14 @@
 //! synced, renamed): a restarted call with the same model and store skips
 //! the levels the manifest lists; another model or a changed store starts
 //! over. Intermediate files are removed once the output is complete.
+//!
+//! A level whose edge ops are all linear aggregations runs by pushing
+//! instead ([`push`]): the lower level's rows are read once per destination
+//! range, in source order, and scattered into the destinations'
+//! accumulators; the pull path above reads a source's row once per chunk
+//! that has an edge from it.
+
+mod push;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -71,8 +79,12 @@ pub struct WholeOptions {
     pub store_tensor: bool,
     /// Bytes of a lower level's row-file pages a level keeps in memory for
     /// all its chunks: the pages its edges reference most (hub rows, which
-    /// every chunk reads). 0: every chunk reads every page it needs.
+    /// every chunk reads). 0: every chunk reads every page it needs. A pushed
+    /// level pins nothing and gives this memory to its accumulators.
     pub row_cache_bytes: u64,
+    /// Run the levels whose edge ops are all linear aggregations by pushing
+    /// (see [`push`]); false: every level pulls per destination chunk.
+    pub push: bool,
 }
 
 impl Default for WholeOptions {
@@ -84,6 +96,7 @@ impl Default for WholeOptions {
             keep_intermediate: false,
             store_tensor: false,
             row_cache_bytes: 256 << 20,
+            push: true,
         }
     }
 }
@@ -114,6 +127,9 @@ pub struct LevelReport {
     pub pinned_bytes: u64,
     /// Bytes written to this level's row files.
     pub written_bytes: u64,
+    /// Destination ranges of a pushed level (each one pass over the out-lists
+    /// and the sources with edges into it); 0: the level pulled.
+    pub ranges: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -308,18 +324,30 @@ pub fn out_dir(store: &Store, name: &str) -> Result<PathBuf> {
 
 // ---- the passes ---------------------------------------------------------------
 
+/// What the pass over the in-lists before the levels gives.
+#[derive(Default)]
+struct Degrees {
+    /// Per (self-loops, weighted) view a symmetric normalisation uses, every vertex's degree.
+    degs: SrcDegrees,
+    /// Per vertex, the number of in-lists it is in (what pinning ranks row-file pages by).
+    refs: Vec<u32>,
+    /// Per vertex, the weight of the last loop in its in-list, 1 if none
+    /// (the loop `add_remaining_self_loops` keeps, for pushed levels).
+    loop_weights: Vec<f32>,
+}
+
 /// Every source's whole-graph degree for each (self-loops, weighted) view
-/// the model's symmetric normalisations use, and with `counts` the number of
-/// in-lists each vertex is in (what pinning ranks row-file pages by), from
-/// one pass over the in-lists.
-fn degrees(store: &Store, keys: &[(SelfLoops, bool)], counts: bool, limit: ChunkLimit) -> Result<(SrcDegrees, Vec<u32>)> {
+/// of `keys`, with `counts` the in-lists each vertex is in, with `loops` the
+/// weight of each vertex's loop, from one pass over the in-lists.
+fn degrees(store: &Store, keys: &[(SelfLoops, bool)], counts: bool, want_loops: bool, limit: ChunkLimit) -> Result<Degrees> {
     let n = store.num_nodes() as usize;
     let mut out: SrcDegrees = keys.iter().map(|&k| (k, vec![0f32; n])).collect();
     let mut refs = vec![0u32; if counts { n } else { 0 }];
-    if keys.is_empty() && !counts {
-        return Ok((out, refs));
+    let mut loop_weights = vec![1f32; if want_loops { n } else { 0 }];
+    if keys.is_empty() && !counts && !want_loops {
+        return Ok(Degrees { degs: out, refs, loop_weights });
     }
-    let weighted = keys.iter().any(|k| k.1);
+    let weighted = keys.iter().any(|k| k.1) || want_loops;
     let mut spare = Csr::default();
     for (lo, hi) in store.chunk_ranges(Direction::In, limit).map_err(EngineError::from)? {
         let csr = store.read_range(Direction::In, lo, hi, weighted, false, spare).map_err(EngineError::from)?;
@@ -331,6 +359,9 @@ fn degrees(store: &Store, keys: &[(SelfLoops, bool)], counts: bool, limit: Chunk
         }
         for (i, v) in (lo..hi).enumerate() {
             let (a, b) = (csr.indptr[i] as usize, csr.indptr[i + 1] as usize);
+            if want_loops && let Some(e) = (a..b).rev().find(|&e| csr.indices[e] == v) {
+                loop_weights[v as usize] = csr.weights.as_ref().map_or(1.0, |ws| ws[e]);
+            }
             for ((loops, w), deg) in &mut out {
                 let coef = |e: usize| if *w { csr.weights.as_ref().map_or(1.0, |ws| ws[e]) } else { 1.0 };
                 let mut sum = 0f32;
@@ -347,7 +378,7 @@ fn degrees(store: &Store, keys: &[(SelfLoops, bool)], counts: bool, limit: Chunk
         }
         spare = csr;
     }
-    Ok((out, refs))
+    Ok(Degrees { degs: out, refs, loop_weights })
 }
 
 /// Per page of a row file of `cols` f32 columns, how many edge ends its rows
@@ -460,19 +491,30 @@ impl Level<'_> {
     }
 
     /// Runs the level's steps on one chunk; returns the values it writes out.
-    fn run_chunk(&self, block: &Block, loaded: &Loaded) -> Result<HashMap<usize, Tensor>> {
+    /// `pre`: the rows of aggregations a push pass computed (by step), which
+    /// those steps take instead of aggregating (`spmm_gemm` then multiplies them).
+    fn run_chunk(&self, block: &Block, loaded: &Loaded, pre: &mut HashMap<usize, Tensor>) -> Result<HashMap<usize, Tensor>> {
         let plan = self.model.plan();
         let blocks = vec![block.clone(); self.model.num_blocks().max(1)];
         let mut values: HashMap<usize, Tensor> = HashMap::new();
         let mut views = HashMap::new();
         for (s, step) in plan.steps.iter().enumerate().filter(|(s, _)| self.sched.level[*s] == self.l) {
-            let key = step.op.edges();
+            let pushed = match pre.remove(&s) {
+                Some(t) if matches!(step.op, Op::Spmm { .. }) => {
+                    values.insert(s, t);
+                    continue;
+                }
+                other => other,
+            };
+            let identity = pushed.as_ref().map(|t| push::identity(t.rows));
+            let key = step.op.edges().filter(|_| identity.is_none());
             if let Some(k) = key.filter(|k| !views.contains_key(k)) {
                 views.insert(k, blocks[k.0].view(k.1, k.2, k.3));
             }
             let mut x: Vec<&Tensor> = Vec::with_capacity(step.args.len());
             for (p, &a) in step.args.iter().enumerate() {
                 let t = match a {
+                    _ if p == 0 && pushed.is_some() => pushed.as_ref().expect("checked"),
                     Slot::Weight(w) => self.model.weight(w),
                     Slot::Value(v) if self.sched.level[v] == self.l => &values[&v],
                     Slot::Input(i) => pick(loaded, SlotKey::Input(i), source_operand(step, p)),
@@ -480,7 +522,7 @@ impl Level<'_> {
                 };
                 x.push(t);
             }
-            let edges = key.map(|k| &views[&k]);
+            let edges = identity.as_ref().or(key.map(|k| &views[&k]));
             let blk = step.op.block().map(|b| &blocks[b]);
             let shape = |message| RunnerError::Shape { index: step.index, op: step.op.name().into(), message };
             check_rows(&step.op, &x, blk, edges).map_err(shape)?;
@@ -589,11 +631,14 @@ pub fn infer_all(store: &Store, model: &Model, o: &WholeOptions, progress: &mut 
         readers.insert(f.value, RowReader::open(&dir.join(&f.file), f.rows, f.cols, f.table_crc)?);
     }
     let mut report = WholeReport { path: dir.join(OUT), rows: n, cols: model.output_cols(), degree_seconds: 0.0, levels: Vec::new() };
-    let mut degs: SrcDegrees = Vec::new();
-    let mut refs: Vec<u32> = Vec::new();
-    // Pinning needs edge counts when a level left to run gathers a lower level's rows per source.
+    let mut deg = Degrees::default();
+    let pushed: Vec<Option<Vec<push::Agg>>> =
+        (0..sched.levels).map(|l| if o.push && level_reads_edges(model, &sched, l) { push::aggregations(model, &sched, l) } else { None }).collect();
+    // Pinning needs edge counts when a level left to pull gathers a lower level's rows per source.
     let pins = o.row_cache_bytes > 0
-        && (body.done..sched.levels).any(|l| level_operands(model, &sched, l).iter().any(|(k, &src)| src && matches!(k, SlotKey::Value(_))));
+        && (body.done..sched.levels)
+            .any(|l| pushed[l].is_none() && level_operands(model, &sched, l).iter().any(|(k, &src)| src && matches!(k, SlotKey::Value(_))));
+    let loops = (body.done..sched.levels).any(|l| pushed[l].as_deref().is_some_and(push::weighted_loops));
     if body.done < sched.levels {
         let keys: Vec<(SelfLoops, bool)> = plan
             .steps
@@ -608,20 +653,20 @@ pub fn infer_all(store: &Store, model: &Model, o: &WholeOptions, progress: &mut 
                 v
             });
         let t = Instant::now();
-        (degs, refs) = degrees(store, &keys, pins, ChunkLimit { pages: CHUNK_PAGES, edges: 1 << 22, vertices: 1 << 20 })?;
+        deg = degrees(store, &keys, pins, loops, ChunkLimit { pages: CHUNK_PAGES, edges: 1 << 22, vertices: 1 << 20 })?;
         report.degree_seconds = t.elapsed().as_secs_f64();
     }
-    for l in 0..sched.levels {
+    for (l, aggs) in pushed.iter().enumerate() {
         if l < body.done {
             report.levels.push(LevelReport { level: l, skipped: true, ..Default::default() });
             continue;
         }
         let read0: u64 = readers.values().map(|r| r.read_bytes()).sum();
         let mut pinned_bytes = 0;
-        if pins {
-            pinned_bytes = pin_sources(model, &sched, l, &mut readers, &refs, o.row_cache_bytes)?;
+        if pins && aggs.is_none() {
+            pinned_bytes = pin_sources(model, &sched, l, &mut readers, &deg.refs, o.row_cache_bytes)?;
         }
-        let (mut rep, files) = run_level(store, model, &sched, o, &dir, &readers, &degs, l, progress)?;
+        let (mut rep, files) = run_level(store, model, &sched, o, &dir, &readers, &deg, aggs.as_deref(), l, progress)?;
         readers.values_mut().for_each(RowReader::unpin);
         rep.row_read_bytes = readers.values().map(|r| r.read_bytes()).sum::<u64>() - read0;
         rep.pinned_bytes = pinned_bytes;
@@ -728,10 +773,12 @@ fn run_level(
     o: &WholeOptions,
     dir: &Path,
     readers: &HashMap<usize, RowReader>,
-    degs: &SrcDegrees,
+    deg: &Degrees,
+    aggs: Option<&[push::Agg]>,
     l: usize,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(LevelReport, Vec<FileEntry>)> {
+    let degs = &deg.degs;
     let t = Instant::now();
     let store_bytes0 = store.stats().bytes_read();
     let n = store.num_nodes();
@@ -755,6 +802,23 @@ fn run_level(
     for &v in &sched.written[l] {
         writers.push((v, RowWriter::create(&dir.join(file_name(sched, l, v, store.reordered())), plan.steps[v].info.cols)?));
     }
+    if let Some(aggs) = aggs {
+        // Per destination, only what the level's other ops read of the lower levels.
+        let need = level_operands_at_destinations(model, sched, l);
+        let mut lv = Level { store, model, sched, features: &o.features, readers, l, need, degrees: degs, row_bytes: 0 };
+        let (ranges, written_bytes) = push::run_level(&mut lv, aggs, &deg.loop_weights, o, &mut writers, progress)?;
+        let files = finish_writers(model, sched, store, l, writers)?;
+        let rep = LevelReport {
+            level: l,
+            seconds: t.elapsed().as_secs_f64(),
+            store_bytes: store.stats().bytes_read() - store_bytes0,
+            row_bytes: lv.row_bytes,
+            written_bytes,
+            ranges,
+            ..Default::default()
+        };
+        return Ok((rep, files));
+    }
     let mut lv = Level { store, model, sched, features: &o.features, readers, l, need, degrees: degs, row_bytes: 0 };
     let mut spare = Csr::default();
     let mut written_bytes = 0u64;
@@ -771,7 +835,7 @@ fn run_level(
             (Block::new(m, m, vec![0; m + 1], Vec::new(), None)?, (lo..hi).collect())
         };
         let loaded = lv.load(&ids, block.n_dst())?;
-        let mut out = lv.run_chunk(&block, &loaded)?;
+        let mut out = lv.run_chunk(&block, &loaded, &mut HashMap::new())?;
         for (v, w) in &mut writers {
             let t = out.remove(v).expect("every written value comes out of the chunk");
             written_bytes += (t.data.len() * 4) as u64;
@@ -779,12 +843,7 @@ fn run_level(
         }
         progress(Progress { level: l, levels: sched.levels, done: hi, total: n });
     }
-    let mut files = Vec::new();
-    for (v, w) in writers {
-        let (rows, table_crc) = w.finish()?;
-        assert_eq!(rows, n, "a level writes one row per node");
-        files.push(FileEntry { value: v, file: file_name(sched, l, v, store.reordered()), rows, cols: plan.steps[v].info.cols, table_crc });
-    }
+    let files = finish_writers(model, sched, store, l, writers)?;
     let rep = LevelReport {
         level: l,
         skipped: false,
@@ -795,4 +854,39 @@ fn run_level(
         ..Default::default()
     };
     Ok((rep, files))
+}
+
+/// Syncs level `l`'s row files and names them for the manifest.
+fn finish_writers(model: &Model, sched: &Schedule, store: &Store, l: usize, writers: Vec<(usize, RowWriter)>) -> Result<Vec<FileEntry>> {
+    let mut files = Vec::new();
+    for (v, w) in writers {
+        let (rows, table_crc) = w.finish()?;
+        assert_eq!(rows, store.num_nodes(), "a level writes one row per node");
+        files.push(FileEntry { value: v, file: file_name(sched, l, v, store.reordered()), rows, cols: model.plan().steps[v].info.cols, table_crc });
+    }
+    Ok(files)
+}
+
+/// Whether a step of level `l` reads edges.
+fn level_reads_edges(model: &Model, sched: &Schedule, l: usize) -> bool {
+    model.plan().steps.iter().enumerate().any(|(s, st)| sched.level[s] == l && st.op.edges().is_some())
+}
+
+/// What level `l` reads of lower levels per destination only (not as an
+/// aggregation's sources): what a pushed level's chunks load.
+fn level_operands_at_destinations(model: &Model, sched: &Schedule, l: usize) -> BTreeMap<SlotKey, bool> {
+    let mut need = BTreeMap::new();
+    for step in model.plan().steps.iter().enumerate().filter(|(s, _)| sched.level[*s] == l).map(|(_, st)| st) {
+        for (p, &a) in step.args.iter().enumerate() {
+            let lower = match a {
+                Slot::Input(i) => Some(SlotKey::Input(i)),
+                Slot::Value(v) if sched.level[v] < l => Some(SlotKey::Value(v)),
+                _ => None,
+            };
+            if let Some(k) = lower.filter(|_| !source_operand(step, p)) {
+                need.insert(k, false);
+            }
+        }
+    }
+    need
 }
