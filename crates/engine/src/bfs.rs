@@ -13,11 +13,13 @@
 //! the vertices left after the big level need no second pass, and the
 //! search reads the store about once.
 //!
-//! State: the levels (8 bytes per vertex, the output), parents when asked
-//! for, and four bitsets: the frontier, the next one, the vertices still to
-//! reach, and those of them whose lists are not kept. A vertex whose in-list
-//! turns out empty is dropped (nothing can reach it), so isolated vertices
-//! are read once.
+//! State: the levels (4 bytes per vertex while running, widened to the
+//! 8-byte output at the end), parents when asked for, and four bitsets:
+//! the frontier, the next one, the vertices still to reach, and those of
+//! them whose lists are not kept. Kept lists hold u32 ids and are compacted
+//! in place between levels, so they stay within their cap. A vertex whose
+//! in-list turns out empty is dropped (nothing can reach it), so isolated
+//! vertices are read once.
 
 use rayon::prelude::*;
 use solidgraph_store::{Direction, Need, Store, StoreError};
@@ -29,7 +31,7 @@ use crate::state;
 /// Level of an unreachable vertex (the Graphalytics convention).
 pub const UNREACHED: i64 = i64::MAX;
 /// Unreached while running.
-const FAR: u64 = u32::MAX as u64;
+const FAR: u32 = u32::MAX;
 
 #[derive(Debug, Clone)]
 pub struct Bfs {
@@ -57,31 +59,92 @@ pub fn bfs(store: &Store, source: u64, target: Option<u64>, parents: bool, progr
 const NO_IN_EDGES: u64 = u64::MAX;
 /// A bottom-up probe's outcome when no in-neighbor is in the frontier.
 const MISSED: u64 = u64::MAX - 1;
+/// A kept list's vertex that a top-down level reached meanwhile.
+const REACHED: u64 = u64::MAX - 2;
 
-/// In-lists of unvisited vertices held between bottom-up levels.
+/// Bytes the lists of bottom-up misses may take: the page cache's budget
+/// (idle while levels are read as merged ranges), less what a cache holding
+/// the whole store uses, and no more than all in-lists as u32 ids; 0
+/// without bottom-up steps or on graphs of 2^32 vertices or more (kept ids
+/// are u32).
+fn kept_cap(store: &Store, inn: Option<&Lists>) -> usize {
+    if inn.is_none() || store.num_nodes() > u64::from(u32::MAX) {
+        return 0;
+    }
+    let budget = store.stats().cache.budget as usize;
+    let idle = if budget as u64 >= store.size_bytes() { budget - store.size_bytes() as usize } else { budget };
+    let all = store.num_edges() as usize * size_of::<u32>() + store.num_nodes() as usize * kept_bytes(0);
+    idle.min(all)
+}
+
+/// In-lists of unvisited vertices held between bottom-up levels, as u32
+/// ids (kept only on graphs of fewer than 2^32 vertices).
 #[derive(Default)]
 struct Kept {
     ids: Vec<u64>,
     ends: Vec<usize>,
-    nbrs: Vec<u64>,
+    nbrs: Vec<u32>,
+    /// The most bytes `ids`, `ends` and `nbrs` may hold.
+    cap: usize,
+}
+
+/// Bytes a kept list of `len` ids takes.
+fn kept_bytes(len: usize) -> usize {
+    size_of::<u64>() + size_of::<usize>() + len * size_of::<u32>()
 }
 
 impl Kept {
+    fn new(cap: usize) -> Kept {
+        Kept { cap, ..Kept::default() }
+    }
+
     fn len(&self) -> usize {
         self.ids.len()
     }
 
-    fn list(&self, i: usize) -> &[u64] {
+    fn bytes(&self) -> usize {
+        self.ids.len() * (size_of::<u64>() + size_of::<usize>()) + self.nbrs.len() * size_of::<u32>()
+    }
+
+    fn list(&self, i: usize) -> &[u32] {
         &self.nbrs[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]]
     }
 
-    /// Keeps the lists of the probes that missed, up to `cap` entries in
-    /// all; those need no read at the next level.
-    fn keep_misses<'a>(&mut self, probes: &[(u64, u64)], cap: usize, unread: &Bitset, list: impl Fn(usize) -> &'a [u64]) {
+    /// Keeps only the lists `keep` names, moving them down in place: the
+    /// next level's misses reuse the memory, so the lists never take more
+    /// than the cap (a second buffer would double it).
+    fn retain(&mut self, keep: &[bool]) {
+        debug_assert_eq!(keep.len(), self.len());
+        let (mut w, mut start, mut to) = (0, 0, 0);
+        for (i, &k) in keep.iter().enumerate() {
+            let end = self.ends[i];
+            if k {
+                self.nbrs.copy_within(start..end, to);
+                to += end - start;
+                self.ids[w] = self.ids[i];
+                self.ends[w] = to;
+                w += 1;
+            }
+            start = end;
+        }
+        self.ids.truncate(w);
+        self.ends.truncate(w);
+        self.nbrs.truncate(to);
+    }
+
+    /// Keeps the lists of the probes that missed, within the cap; those
+    /// need no read at the next level.
+    fn keep_misses<'a>(&mut self, probes: &[(u64, u64)], unread: &Bitset, list: impl Fn(usize) -> &'a [u64]) {
         for (i, &(v, p)) in probes.iter().enumerate() {
-            if p == MISSED && self.nbrs.len() + list(i).len() <= cap {
+            let l = list(i);
+            if p == MISSED && self.bytes() + kept_bytes(l.len()) <= self.cap {
+                if self.nbrs.capacity() == 0 {
+                    // Exact, so growth never doubles past the cap.
+                    self.nbrs.reserve_exact(self.cap / size_of::<u32>());
+                }
                 self.ids.push(v);
-                self.nbrs.extend_from_slice(list(i));
+                // Ids fit u32: the cap is 0 on larger graphs.
+                self.nbrs.extend(l.iter().map(|&u| u as u32));
                 self.ends.push(self.nbrs.len());
                 unread.remove(v);
             }
@@ -111,8 +174,8 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
         }
         Steps::Auto => None,
     };
-    // Below 2^32 (FAR marks unreached): the result reaches user order in
-    // place (`by_external_small`).
+    // u32 while running (FAR marks unreached): half the bytes of the
+    // output, which is made only once the read buffers are gone.
     let mut levels = state::filled(n as usize, FAR);
     let mut par = parents.then(|| state::filled(n as usize, -1i64));
     levels[source as usize] = 0;
@@ -126,11 +189,8 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
     // Unvisited vertices whose in-lists are not held in `kept`.
     let unread = Bitset::full(n);
     unread.remove(source);
-    // The page cache sits idle while levels are read as merged ranges: its
-    // budget holds the lists of bottom-up misses instead.
-    let kept_cap = store.stats().cache.budget as usize / size_of::<u64>();
-    let mut kept = Kept::default();
-    let (mut size, mut level, mut reached) = (1u64, 0u64, 1u64);
+    let mut kept = Kept::new(kept_cap(store, inn.as_ref()));
+    let (mut size, mut level, mut reached) = (1u64, 0u32, 1u64);
     while size > 0 && target.is_none_or(|t| levels[t as usize] == FAR) {
         if level + 1 == FAR {
             return Err(EngineError::Unsupported("BFS deeper than 2^32 - 2 levels".into()));
@@ -143,7 +203,7 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
         let mut added = 0u64;
         let mut settle = |hits: &[(u64, u64)]| {
             for &(v, p) in hits {
-                if p == MISSED {
+                if p == MISSED || p == REACHED {
                     continue;
                 }
                 // Top-down hits are out already: taking them was the claim.
@@ -161,18 +221,29 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
             }
         };
         if let (true, Some(inn)) = (bottom_up, &inn) {
-            let probe = |v: u64, nbrs: &[u64]| match nbrs.iter().find(|&&u| cur.contains(u)) {
+            let probe = |v: u64, nbrs: &[u32]| match nbrs.iter().find(|&&u| cur.contains(u.into())) {
+                Some(&u) => (v, u.into()),
+                None if nbrs.is_empty() => (v, NO_IN_EDGES),
+                None => (v, MISSED),
+            };
+            let probe64 = |v: u64, nbrs: &[u64]| match nbrs.iter().find(|&&u| cur.contains(u)) {
                 Some(&u) => (v, u),
                 None if nbrs.is_empty() => (v, NO_IN_EDGES),
                 None => (v, MISSED),
             };
             // Misses go on to the next level: keep their lists in memory,
             // as far as the cap allows, instead of reading them again.
-            let mut again = Kept::default();
             // Lists kept by an earlier level; top-down may have reached some.
-            let live: Vec<usize> = (0..kept.len()).filter(|&i| unvisited.contains(kept.ids[i])).collect();
-            let hits: Vec<(u64, u64)> = live.par_iter().map(|&i| probe(kept.ids[i], kept.list(i))).collect();
-            again.keep_misses(&hits, kept_cap, &unread, |j| kept.list(live[j]));
+            let hits: Vec<(u64, u64)> = (0..kept.len())
+                .into_par_iter()
+                .with_min_len(256)
+                .map(|i| match kept.ids[i] {
+                    v if !unvisited.contains(v) => (v, REACHED),
+                    v => probe(v, kept.list(i)),
+                })
+                .collect();
+            let misses: Vec<bool> = hits.iter().map(|&(_, p)| p == MISSED).collect();
+            kept.retain(&misses);
             settle(&hits);
             // Removing members while the reader plans ahead is safe: they
             // belong to batches it has already handed over.
@@ -182,14 +253,13 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
                     .with_min_len(256)
                     .map(|i| {
                         let (v, nbrs, _) = b.get(i);
-                        probe(v, nbrs)
+                        probe64(v, nbrs)
                     })
                     .collect();
-                again.keep_misses(&hits, kept_cap, &unread, |i| b.get(i).1);
+                kept.keep_misses(&hits, &unread, |i| b.get(i).1);
                 settle(&hits);
                 Ok(progress("bfs", reached, n)?)
             })?;
-            kept = again;
         } else {
             out.try_batches(Frontier::Set(&cur), |b| {
                 let hits: Vec<(u64, u64)> = (0..b.len())
@@ -214,8 +284,7 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
     }
     // Read buffers and bitsets go before the result is reindexed.
     drop((out, inn, cur, next, unvisited, unread, kept));
-    state::by_external_small(store, &mut levels)?;
-    let levels = levels.into_iter().map(|l| if l == FAR { UNREACHED } else { l as i64 }).collect();
+    let levels = state::by_external(store, levels, |l| if l == FAR { UNREACHED } else { i64::from(l) })?;
     let parents = match par {
         Some(mut p) => {
             store.to_external(&mut p)?;

@@ -33,6 +33,11 @@ const SPARSE_BATCH: usize = 16 * 1024;
 /// would otherwise hold their whole extents (and their decoded lists, twice
 /// the size) at once, with up to READERS + 1 batches alive.
 const SPARSE_PAGES: usize = CHUNK.pages;
+/// Decoded ids per selective read batch (bounded by its pages' edges), as
+/// many as a chunk: a degree-ordered store's hub pages hold ~4 ids a
+/// 4 KiB page's worth of bytes, so a batch within `SPARSE_PAGES` alone
+/// could decode to 32 MiB.
+const SPARSE_EDGES: u64 = CHUNK.edges;
 /// A random page read costs about this many sequential ones on the disks
 /// measured (docs/PERFORMANCE.md, I/O).
 const RANDOM_COST: f64 = 2.7;
@@ -509,7 +514,11 @@ impl<'a> Lists<'a> {
     /// it is planned, until `send` says stop.
     fn plan(&self, frontier: Frontier, mut send: impl FnMut(Job) -> bool) {
         let mut sparse: Vec<u64> = Vec::new();
-        let mut sparse_pages = 0usize;
+        let (mut sparse_pages, mut sparse_edges) = (0usize, 0u64);
+        // The last packed page counted per direction: members sharing a
+        // page read it once.
+        let mut last = vec![usize::MAX; self.gtts.len()];
+        let page_size = self.store.page_size() as u64;
         for (r, &(lo, hi)) in self.ranges.iter().enumerate() {
             // Before reading the chunk's members: see `Bitset::insert`.
             self.planned.store(hi, SeqCst);
@@ -535,8 +544,10 @@ impl<'a> Lists<'a> {
                     }
                     sparse.push(v);
                     sparse_pages += self.gtts.iter().map(|g| g.list_pages(v)).sum::<usize>();
-                    if sparse.len() >= SPARSE_BATCH || sparse_pages >= SPARSE_PAGES {
-                        sparse_pages = 0;
+                    sparse_edges += self.gtts.iter().zip(&mut last).map(|(g, last)| list_edges(g, v, page_size, last)).sum::<u64>();
+                    if sparse.len() >= SPARSE_BATCH || sparse_pages >= SPARSE_PAGES || sparse_edges >= SPARSE_EDGES {
+                        (sparse_pages, sparse_edges) = (0, 0);
+                        last.fill(usize::MAX);
                         stop = !send(Job::Ids(std::mem::take(&mut sparse)));
                     }
                 });
@@ -585,6 +596,30 @@ impl<'a> Lists<'a> {
         };
         Ok(Batch { rows, csr })
     }
+}
+
+/// At most how many ids reading `v`'s list decodes: the edges of its pages,
+/// a packed page counted only if it is not `last` (the packed page counted
+/// before, which becomes this one). The table's last page has no count
+/// after it; its ids are bounded by its bytes.
+fn list_edges(g: &GttRef, v: u64, page_size: u64, last: &mut usize) -> u64 {
+    let hi = g.upper_bound(v);
+    if hi == 0 || !g.is_present(v) {
+        return 0;
+    }
+    let lo = if !g.is_extent(hi - 1) {
+        if *last == hi - 1 {
+            return 0;
+        }
+        *last = hi - 1;
+        hi - 1
+    } else if g.first_vertex(hi - 1) == v {
+        g.lower_bound(v)
+    } else {
+        return 0;
+    };
+    let end = if hi < g.len() { g.edges_before(hi) } else { g.edges_before(hi - 1) + page_size };
+    end - g.edges_before(lo)
 }
 
 /// How far ahead in a list neighbor state is prefetched.
