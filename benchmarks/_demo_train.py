@@ -4,10 +4,10 @@ training loop and seed batches fed by two loaders, each in a process of its
 own under the same cgroup v1 memory limit, OS caches dropped before each:
 
 - (S) `solidgraph.torch.NeighborLoader` over the store (2 Rust sampler
-  threads, 4 batches prefetched); its page and row caches are the limit
-  less the process's measured footprint (imports, model, optimizer, the
-  loader's threads and one training step, probed with no cache) and
-  headroom, 20% pages and 80% feature rows.
+  threads, 4 batches prefetched) with a `memory_budget`: the limit less
+  the process's measured footprint beside the loader (Python, torch, the
+  model, optimizer and training steps) and headroom. The loader splits
+  the budget itself between its page cache, row cache and batch buffers.
 - (a) what a PyTorch user writes today when the graph does not fit: CSR
   arrays and the feature matrix as numpy memmaps (`np.load(mmap_mode="r")`,
   PyG's recipe for large features), a vectorized numpy neighbor sampler,
@@ -274,6 +274,53 @@ def os_read_bytes() -> int:
     return 0
 
 
+def vm_hwm() -> int:
+    """The process's peak resident set since the last `reset_hwm`."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def reset_hwm() -> None:
+    """Frees what glibc's arenas keep of released buffers, then restarts the
+    peak resident set at the current one (Linux's clear_refs 5)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    Path("/proc/self/clear_refs").write_text("5\n")
+
+
+def torch_footprint(a: argparse.Namespace, data: Data, train: np.ndarray, model, opt, w) -> int:
+    """The process's peak resident set outside the loader: Python, torch,
+    the model and optimizer, and training steps on two batches of the run's
+    shape (their activations and gradients). The batches come from a probe
+    loader that is dropped before the steps; they are held as the loader's
+    last two handed-out batches are, which its memory_budget counts, so
+    their bytes are not counted here. Resident file pages (torch's
+    libraries) count, as the cgroup counts them. The model updates are
+    undone."""
+    import solidgraph
+    from solidgraph.torch import NeighborLoader
+
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    probe = solidgraph.open(data.store, cache_bytes=0)
+    batches = list(NeighborLoader(probe, train[: 2 * a.batch_size], a.fanouts, batch_size=a.batch_size, labels=None, num_workers=1, prefetch=1,
+                                  lookahead=0, seed=a.seed))
+    del probe
+    held = sum(t.numel() * t.element_size() for b in batches for t in (b.x, b.edge_index, b.n_id, b.e_id, b.input_id))
+    reset_hwm()
+    for b in batches:
+        step(model, opt, b, w)
+    peak = vm_hwm()
+    del batches, b
+    model.load_state_dict(state)
+    reset_hwm()
+    return peak - held
+
+
 def worker(a: argparse.Namespace) -> dict:
     import warnings
 
@@ -291,34 +338,24 @@ def worker(a: argparse.Namespace) -> dict:
     w = torch.from_numpy(np.random.default_rng(a.seed).standard_normal((dim, CLASSES)).astype(np.float32))
     rep: dict = {"contender": a.run, "in_cgroup": a.cgroup is not None}
     if a.run == "solidgraph":
-        # The footprint probe: everything but the caches, measured over the
-        # loader's threads and a training step on each of two batches (no
-        # cache: direct I/O leaves nothing in the OS page cache); its model
-        # updates are undone. Two batches do not fill the loader's queues:
-        # in its steady state it holds LOOKAHEAD sampled batches (ids and
-        # edges) and PREFETCH gathered ones, counted at the largest probe
-        # batch's size (running that many batches uncached would take a
-        # minute of reads).
-        state = {k: v.clone() for k, v in model.state_dict().items()}
-        probe = solidgraph.open(data.store, cache_bytes=0)
-        it = iter(NeighborLoader(probe, train[: 2 * a.batch_size], a.fanouts, batch_size=a.batch_size, labels=None, num_workers=2, prefetch=PREFETCH, seed=a.seed))
-        sampled = gathered = 0
-        for b in it:
-            step(model, opt, b, w)
-            ids_bytes = b.n_id.numel() * 8 + (b.edge_index.numel() + b.e_id.numel()) * 8
-            sampled, gathered = max(sampled, ids_bytes), max(gathered, ids_bytes + b.x.numel() * 4)
-        del it, b, probe
-        model.load_state_dict(state)
+        # The loader takes a memory_budget and splits it itself between its
+        # page cache, row cache and batch buffers; the budget is the limit
+        # less what the process holds beside the loader (torch_footprint)
+        # and headroom.
+        torch_bytes = torch_footprint(a, data, train, model, opt, w)
         opt = torch.optim.Adam(model.parameters(), lr=0.01)
-        queues = LOOKAHEAD * sampled + PREFETCH * gathered
-        footprint = peak_rss() + queues
-        headroom = max(64 * MIB, footprint // 8)
-        cache = max(a.memory_limit - footprint - headroom, 1 * MIB)
-        rows = int(cache * ROW_SHARE)
-        rep.update(footprint_bytes=footprint, queue_bytes=queues, headroom_bytes=headroom, page_cache_bytes=cache - rows, row_cache_bytes=rows)
-        print(f"    (S) footprint {footprint / MIB:.0f} MiB (queues {queues / MIB:.0f} MiB), headroom {headroom / MIB:.0f} MiB: page cache {(cache - rows) / MIB:.0f} MiB, row cache {rows / MIB:.0f} MiB", file=sys.stderr, flush=True)
-        g = solidgraph.open(data.store, cache_bytes=cache - rows, row_cache_bytes=rows)
-        loader = NeighborLoader(g, train, a.fanouts, batch_size=a.batch_size, shuffle=True, labels=None, num_workers=2, prefetch=PREFETCH, seed=a.seed, lookahead=LOOKAHEAD)
+        headroom = max(64 * MIB, torch_bytes // 8)
+        budget = a.memory_limit - torch_bytes - headroom
+        g = solidgraph.open(data.store, cache_bytes=0)
+        loader = NeighborLoader(
+            g, train, a.fanouts, batch_size=a.batch_size, shuffle=True, labels=None, num_workers=2, prefetch=PREFETCH, seed=a.seed,
+            lookahead=LOOKAHEAD, memory_budget=budget,
+        )
+        m = loader.memory
+        rep.update(torch_bytes=torch_bytes, headroom_bytes=headroom, budget_bytes=budget, page_cache_bytes=m["cache_bytes"],
+                   row_cache_bytes=m["row_cache_bytes"], loader_bytes=m["total"], buffer_cap_bytes=m["buffer_bytes"])
+        print(f"    (S) torch {torch_bytes / MIB:.0f} MiB, headroom {headroom / MIB:.0f} MiB: memory_budget {budget / MIB:.0f} MiB = page cache "
+              f"{m['cache_bytes'] / MIB:.0f} + row cache {m['row_cache_bytes'] / MIB:.0f} + loader (bound) {m['total'] / MIB:.0f} MiB", file=sys.stderr, flush=True)
     else:
         g = None
         loader = MmapLoader(data, train, a.fanouts, a.batch_size, a.seed)
@@ -464,11 +501,11 @@ def report(a: argparse.Namespace, data: Data, runs: dict[str, list[dict]], cg: b
         f"{sb / a.memory_limit:.1f}x less than the store; OS caches dropped before each run"
     )
     s = median_run(runs["solidgraph"])
-    if s and "footprint_bytes" in s:
+    if s and "budget_bytes" in s:
         print(
-            f"  (S) page cache {s['page_cache_bytes'] / MIB:.0f} MiB + row cache {s['row_cache_bytes'] / MIB:.0f} MiB = the limit - its process's "
-            f"{s['footprint_bytes'] / MIB:.0f} MiB (measured: Python, torch, model, loader threads, a training step; and {s['queue_bytes'] / MIB:.0f} MiB "
-            f"of it the loader's queues at the probe's batch size) - {s['headroom_bytes'] / MIB:.0f} MiB headroom"
+            f"  (S) memory_budget {s['budget_bytes'] / MIB:.0f} MiB = the limit - its process's {s['torch_bytes'] / MIB:.0f} MiB beside the loader "
+            f"(measured: Python, torch, model, training steps) - {s['headroom_bytes'] / MIB:.0f} MiB headroom; the loader's split: page cache "
+            f"{s['page_cache_bytes'] / MIB:.0f} MiB + row cache {s['row_cache_bytes'] / MIB:.0f} MiB + its bound {s['loader_bytes'] / MIB:.0f} MiB"
         )
     print("  (a) the OS page cache over its memmaps: whatever of the limit its process does not use")
     print(

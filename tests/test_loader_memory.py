@@ -52,6 +52,34 @@ def test_bound_covers_measured_growth(g):
     assert peak - before <= loader.memory_bytes, (peak - before, m)
 
 
+def test_seed_degrees_tighten_the_bound_and_it_still_covers_measured_growth(tmp_path):
+    """Every vertex has in-degree v % 4 (at most 3): a batch's first hop
+    draws at most 3 per seed, not the fanout's 15, and the bound from the
+    seeds' degrees is still above what the loader really holds."""
+    from solidgraph.torch import NeighborLoader
+
+    n = 200_000
+    dst = np.repeat(np.arange(n), np.arange(n) % 4)
+    src = np.random.default_rng(5).integers(0, n, len(dst))
+    x = np.random.default_rng(6).standard_normal((n, DIM)).astype(np.float32)
+    solidgraph.import_graph(tmp_path / "low.sg", (src, dst), {"x": x}, in_edges=True, dedup=True, num_nodes=n)
+    low = solidgraph.open(tmp_path / "low.sg", cache_bytes=0)
+    train = np.random.default_rng(7).choice(n, 40 * 512, replace=False)
+    kw = dict(batch_size=512, fanouts=[15, 10], tensors=["x"], prefetch=4, lookahead=16)
+    plain, seeded = loader_memory(low, **kw), loader_memory(low, **kw, seeds=train)
+    # Per batch: 512 + 1536 + 15360 nodes at most instead of 512 + 7680 + 76800.
+    assert seeded["buffers"] * 4 < plain["buffers"], (seeded, plain)
+    loader = NeighborLoader(low, train, [15, 10], batch_size=512, shuffle=True, labels=None, prefetch=4, lookahead=16)
+    assert loader.memory == seeded
+    before, peak = anon_bytes(), 0
+    for b in loader:
+        peak = max(peak, anon_bytes())
+        assert b.num_nodes <= 512 + 1536 + 15360
+    # 1 MiB for what the bound leaves out: the Python objects and tensor
+    # headers of the batches, thread-local allocator state.
+    assert peak - before <= seeded["total"] + (1 << 20), (peak - before, seeded)
+
+
 def test_bound_grows_with_each_knob(g):
     at = lambda **k: loader_memory(g, **{"batch_size": 256, "fanouts": [10, 5], "tensors": ["x"], **k})["total"]  # noqa: E731
     base = at()

@@ -136,7 +136,10 @@ class NeighborLoader:
       function of `batch_size`, the fanouts, the gathered rows' bytes,
       `prefetch`, `lookahead` and `num_workers` (`memory` has it by part):
       batches sampled ahead hold ids only, `prefetch` batches hold rows,
-      Python holds two. The bound counts every draw as a new node.
+      Python holds two. The bound counts every draw as a new node, and a
+      batch's first hop as drawing min(degree, fanout) for each of its
+      seeds, the `batch_size` seeds of `input_nodes` that draw the most
+      (degrees as of the loader's creation).
     - `memory_budget` (bytes): the loader splits it itself between a page
       cache, a row cache and its buffers (a cap on the bytes of the batches
       it holds, at their real sizes, that `prefetch` and `lookahead` then
@@ -205,6 +208,7 @@ class NeighborLoader:
             self.memory = loader_memory(
                 g, self.batch_size, self.num_neighbors, self._tensors, direction=direction,
                 workers=num_workers, prefetch=prefetch, lookahead=lookahead, memory_budget=memory_budget,
+                seeds=self.input_nodes, replace=replace,
             )
         self._store = g
         self._buffer_bytes = None

@@ -92,6 +92,9 @@ pub struct BatchShape {
     /// The store maps user ids to its own (degree order): two maps of a
     /// u32 per vertex, loaded on first use.
     pub reordered: bool,
+    /// The most draws the first hop of one batch makes, from its seeds'
+    /// degrees (`with_seeds`); None: `batch_size` times the fanout.
+    pub first_draws: Option<u64>,
 }
 
 /// Bytes a batch sampled ahead holds per node: its id, the row cache's
@@ -137,25 +140,94 @@ impl BatchShape {
             num_nodes: store.num_nodes(),
             page_size: store.page_size() as u64,
             reordered: store.superblock().order.words > 0,
+            first_draws: None,
         })
     }
 
-    /// Most nodes and edges one batch samples: every draw a new node.
+    /// The shape of batches of `batch_size` seeds taken from `seeds` (user
+    /// ids) in any order: the first hop draws at most the sum of the
+    /// `batch_size` largest of its seeds' draws (`first_hop_draws`). It
+    /// holds for the graph as it is now; edges added later can pass it.
+    pub fn with_seeds(store: &Store, seeds: &[u64], batch_size: usize, o: &SampleOptions) -> Result<BatchShape> {
+        let mut shape = BatchShape::of(store, batch_size, o)?;
+        let Some(mut draws) = first_hop_draws(store, seeds, o)? else { return Ok(shape) };
+        let top = batch_size.min(draws.len());
+        if top < draws.len() {
+            draws.select_nth_unstable_by(top, |a, b| b.cmp(a));
+        }
+        shape.first_draws = Some(draws[..top].iter().sum());
+        Ok(shape)
+    }
+
+    /// The shape of exactly these batches (user ids): the first hop draws
+    /// at most the largest sum of one batch's seeds' draws.
+    pub fn of_batches(store: &Store, batches: &[Vec<u64>], o: &SampleOptions) -> Result<BatchShape> {
+        let longest = batches.iter().map(Vec::len).max().unwrap_or(1).max(1);
+        let mut shape = BatchShape::of(store, longest, o)?;
+        let all: Vec<u64> = batches.concat();
+        let Some(draws) = first_hop_draws(store, &all, o)? else { return Ok(shape) };
+        let mut at = 0;
+        let mut most = 0;
+        for b in batches {
+            most = most.max(draws[at..at + b.len()].iter().sum());
+            at += b.len();
+        }
+        shape.first_draws = Some(most);
+        Ok(shape)
+    }
+
+    /// Most nodes and edges one batch samples: every draw a new node, at
+    /// most the graph's nodes new at each hop (a hop draws only from the
+    /// nodes new at the one before).
     pub fn most(&self) -> Result<(u64, u64)> {
         if self.batch_size == 0 {
             return Err(EngineError::Invalid("batch_size must be at least 1".into()));
         }
-        let (mut frontier, mut nodes, mut edges) = (self.batch_size, self.batch_size, 0u64);
-        for &k in &self.fanouts {
+        let all = self.num_nodes.max(1);
+        let (mut frontier, mut nodes, mut edges) = (self.batch_size.min(all), self.batch_size.min(all), 0u64);
+        for (hop, &k) in self.fanouts.iter().enumerate() {
             if k < 1 {
                 return Err(EngineError::Invalid(format!("a loader's memory has no bound with fanout {k} (every neighbour): give each hop a positive fanout")));
             }
-            frontier = frontier.saturating_mul(k as u64);
-            edges = edges.saturating_add(frontier);
+            let mut draws = frontier.saturating_mul(k as u64);
+            if hop == 0
+                && let Some(d) = self.first_draws
+            {
+                draws = draws.min(d);
+            }
+            edges = edges.saturating_add(draws);
+            frontier = draws.min(all);
             nodes = nodes.saturating_add(frontier);
         }
-        Ok((nodes.min(self.num_nodes.max(1)), edges))
+        Ok((nodes.min(all), edges))
     }
+}
+
+/// What each seed (user ids) can draw at the first hop: min(degree,
+/// fanout), or the fanout when drawing with replacement from a non-empty
+/// list; None without a positive first fanout. Seeds outside the graph
+/// count as drawing the fanout (their batch fails when it is sampled).
+fn first_hop_draws(store: &Store, seeds: &[u64], o: &SampleOptions) -> Result<Option<Vec<u64>>> {
+    let Some(&k) = o.fanouts.first() else { return Ok(None) };
+    if k < 1 {
+        return Ok(None);
+    }
+    let k = k as u64;
+    let n = store.num_nodes();
+    let mut ids: Vec<u64> = seeds.iter().copied().filter(|&v| v < n).collect();
+    store.to_internal(&mut ids)?;
+    let deg = store.degree(&ids, o.direction)?;
+    let mut deg = deg.into_iter();
+    Ok(Some(
+        seeds
+            .iter()
+            .map(|&v| match (v < n, o.replace) {
+                (false, _) => k,
+                (true, false) => deg.next().map_or(k, |d| d.min(k)),
+                (true, true) => deg.next().map_or(k, |d| if d > 0 { k } else { 0 }),
+            })
+            .collect(),
+    ))
 }
 
 /// A bound on the bytes a loader holds outside the store's caches, by
@@ -577,9 +649,9 @@ impl Prefetcher {
         let budget = match cfg.buffer_bytes {
             None => None,
             Some(cap) => {
-                // The most of the longest batch; checks the fanouts are bounded.
-                let longest = batches.iter().map(Vec::len).max().unwrap_or(1).max(1);
-                let shape = BatchShape::of(&store, longest, &opts)?;
+                // The most of the largest of these batches, from their
+                // seeds' degrees; checks the fanouts are bounded.
+                let shape = BatchShape::of_batches(&store, &batches, &opts)?;
                 let (n, e) = shape.most()?;
                 Some(Budget { cap, row_bytes: shape.row_bytes, ahead_most: ahead_bytes(n, e), gathered_most: gathered_bytes(n, e, shape.row_bytes) })
             }
@@ -810,11 +882,69 @@ mod tests {
         assert!(total(&shape(8, vec![3, 2]), cfg(2, 8, 8)) > base);
         assert!(total(&shape(8, vec![3, 2]), cfg(2, 4, 16)) > base);
         assert!(total(&shape(8, vec![3, 2]), PrefetchOptions { buffer_bytes: Some(0), ..cfg(2, 4, 8) }) < base);
-        // No more nodes than the graph has.
+        // No more nodes than the graph has, in all and new at each hop.
         let (n, e) = shape(1000, vec![50, 50]).most().unwrap();
-        assert_eq!((n, e), (1000, 1000 * 50 + 1000 * 2500));
+        assert_eq!((n, e), (1000, 1000 * 50 + 1000 * 50));
         let e = loader_memory(&shape(8, vec![3, -1]), &cfg(2, 4, 8)).unwrap_err().to_string();
         assert!(e.contains("fanout -1"), "{e}");
+    }
+
+    /// Vertex v has v % 6 out-edges: seeds of low degree draw less than
+    /// the fanout.
+    fn varied_store(n: u64) -> (tempfile::TempDir, Arc<Store>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g");
+        let (mut src, mut dst) = (Vec::new(), Vec::new());
+        for v in 0..n {
+            for j in 0..v % 6 {
+                src.push(v);
+                dst.push((v * 31 + j * 17 + 1) % n);
+            }
+        }
+        let x: Vec<u8> = (0..n * 2).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        let t = TensorInput { name: "x".into(), data: TensorData::Memory { dtype: DType::F32, rows: n, dim: 2, bytes: x } };
+        let o = ImportOptions { dedup: true, num_nodes: Some(n), ..Default::default() };
+        import(&path, &[EdgeInput::Memory { src, dst, weights: None, labels: None }], &[t], &o, &|_, _, _| {}).unwrap();
+        let s = Store::open(&path, &OpenOptions { cache_bytes: 1 << 20, ..Default::default() }).unwrap();
+        (dir, Arc::new(s))
+    }
+
+    /// Every batch sampled, with and without replacement, holds no more
+    /// nodes and edges than the bound from its seeds' degrees; the bound
+    /// for batches taken from a seed set in any order covers each batch's
+    /// own, and is below batch size times the fanouts for low-degree seeds.
+    #[test]
+    fn batches_stay_within_the_bound_from_their_seeds_degrees() {
+        let n = 3000;
+        let (_d, s) = varied_store(n);
+        for replace in [false, true] {
+            let o = SampleOptions { fanouts: vec![4, 3], direction: Direction::Out, replace, tensors: vec!["x".into()], ..Default::default() };
+            let b: Vec<Vec<u64>> = (0..30).map(|i| (0..64).map(|j| (i * 97 + j * 41) % n).collect()).collect();
+            let all = BatchShape::with_seeds(&s, &b.concat(), 64, &o).unwrap();
+            let plain = BatchShape::of(&s, 64, &o).unwrap();
+            for (i, seeds) in b.iter().enumerate() {
+                let shape = BatchShape::of_batches(&s, std::slice::from_ref(seeds), &o).unwrap();
+                assert!(shape.first_draws <= all.first_draws, "batch {i}: {shape:?} over {all:?}");
+                let (nodes, edges) = shape.most().unwrap();
+                let got = sample_neighbors(&s, seeds, &SampleOptions { seed: i as u64, ..o.clone() }).unwrap();
+                assert!(
+                    got.node.len() as u64 <= nodes && got.row.len() as u64 <= edges,
+                    "batch {i}, replace {replace}: {} nodes, {} edges over {nodes}, {edges}",
+                    got.node.len(),
+                    got.row.len()
+                );
+            }
+            let got = Prefetcher::new(s.clone(), b.clone(), o.clone(), PrefetchOptions { buffer_bytes: Some(0), ..cfg(2, 2, 4) }).unwrap().count();
+            assert_eq!(got, b.len());
+            // Degrees 0 and 1 against a fanout of 4: at most one draw a
+            // seed without replacement; with it, a non-empty list draws 4.
+            let low: Vec<u64> = (0..n).filter(|v| v % 6 < 2).collect();
+            let (most_low, most_plain) = (BatchShape::with_seeds(&s, &low, 64, &o).unwrap().most().unwrap(), plain.most().unwrap());
+            assert!(most_low.0 <= most_plain.0 && most_low.1 <= most_plain.1, "{most_low:?} vs {most_plain:?}");
+            if !replace {
+                assert!(most_low.0 * 3 < most_plain.0 && most_low.1 * 3 < most_plain.1, "{most_low:?} vs {most_plain:?}");
+            }
+        }
     }
 
     #[test]

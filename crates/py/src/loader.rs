@@ -6,6 +6,7 @@ use pyo3::types::PyDict;
 use solidgraph_engine::loader::{BatchShape, PrefetchOptions, Prefetcher, loader_memory as loader_memory_bound, plan_budget};
 use solidgraph_engine::sampler::SampleOptions;
 
+use crate::convert::u64_vec;
 use crate::errors::err;
 use crate::graph::{Graph, parse_direction};
 use crate::sample::{PySample, to_py};
@@ -60,9 +61,10 @@ impl SampleLoader {
 /// sampled with `fanouts` and gathering `tensors`. With `memory_budget`,
 /// how the loader splits it: also `cache_bytes`, `row_cache_bytes`,
 /// `buffer_bytes` (the cap) and `minimum` (a budget below the minimum is an
-/// InvalidArgumentError naming it).
+/// InvalidArgumentError naming it). With `seeds` (the ids batches are
+/// taken from), a batch's first hop is bounded by its seeds' degrees.
 #[pyfunction]
-#[pyo3(signature = (graph, batch_size, fanouts, tensors, direction="in", workers=2, prefetch=4, lookahead=32, memory_budget=None))]
+#[pyo3(signature = (graph, batch_size, fanouts, tensors, direction="in", workers=2, prefetch=4, lookahead=32, memory_budget=None, seeds=None, replace=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn loader_memory<'py>(
     py: Python<'py>,
@@ -75,10 +77,18 @@ pub fn loader_memory<'py>(
     prefetch: usize,
     lookahead: usize,
     memory_budget: Option<u64>,
+    seeds: Option<&Bound<'py, PyAny>>,
+    replace: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let store = graph.store()?;
-    let o = SampleOptions { fanouts, direction: parse_direction(direction)?, tensors, ..Default::default() };
-    let shape = BatchShape::of(&store, batch_size, &o).map_err(err)?;
+    let o = SampleOptions { fanouts, direction: parse_direction(direction)?, tensors, replace, ..Default::default() };
+    let shape = match seeds {
+        None => BatchShape::of(&store, batch_size, &o).map_err(err)?,
+        Some(ids) => {
+            let ids = u64_vec(ids, "seeds")?;
+            py.allow_threads(|| BatchShape::with_seeds(&store, &ids, batch_size, &o)).map_err(err)?
+        }
+    };
     let cfg = PrefetchOptions { workers, prefetch, lookahead, buffer_bytes: None, reopen: None };
     let d = PyDict::new(py);
     let m = match memory_budget {
