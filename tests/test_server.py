@@ -491,6 +491,28 @@ def test_health_reflection_and_metrics(serve, store):
     assert 'solidgraph_requests_total{method="Neighbors",code="InvalidArgument"} 1' in text
     assert 'solidgraph_request_seconds_bucket{method="Neighbors"' in text
     assert "solidgraph_response_bytes_total" in text and "solidgraph_store_ios" in text and "solidgraph_store_page_cache_hits" in text
+    assert 'solidgraph_store_wal_syncs_total{store="g"} 0' in text  # read-only: no log
+
+
+def test_wal_syncs_counted_on_metrics(serve, tmp_path):
+    """A durable update syncs the write-ahead log; /metrics counts it."""
+    port = free_port()
+    srv = serve(make_store(tmp_path / "w"), "--metrics", f"127.0.0.1:{port}")
+    r = srv.connect()
+
+    def syncs():
+        time.sleep(1.2)  # store counters are copied every second
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        line = next(x for x in text.splitlines() if x.startswith('solidgraph_store_wal_syncs_total{store="w"}'))
+        return int(line.split()[-1])
+
+    before = syncs()
+    r.add_edges([1, 2], [3, 4])  # durable when the reply arrives
+    after = syncs()
+    assert after >= before + 1
+    r.add_edges([5], [6])
+    assert syncs() >= after + 1
+    assert "# TYPE solidgraph_store_wal_syncs_total counter" in urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
 
 
 def test_concurrent_clients_mixing_reads_and_writes(serve, tmp_path):

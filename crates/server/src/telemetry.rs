@@ -2,7 +2,8 @@
 //! store counters behind them. Names follow Prometheus conventions:
 //! `solidgraph_requests_total{method,code}`, the latency histogram
 //! `solidgraph_request_seconds{method}`, `solidgraph_response_bytes_total`,
-//! and per store the I/O, byte and cache counters and pending updates.
+//! and per store the I/O, byte and cache counters, pending updates and
+//! `solidgraph_store_wal_syncs_total` (syncs of the write-ahead log).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -54,7 +55,9 @@ pub async fn store_counters(stores: Arc<Stores>, every: Duration) {
             gauge!("solidgraph_store_page_cache_misses", "store" => n.clone()).set(st.cache.misses as f64);
             gauge!("solidgraph_store_row_cache_hits", "store" => n.clone()).set(rows.hits as f64);
             gauge!("solidgraph_store_row_cache_misses", "store" => n.clone()).set(rows.misses as f64);
-            gauge!("solidgraph_store_pending_updates", "store" => n).set(s.store.pending_updates() as f64);
+            gauge!("solidgraph_store_pending_updates", "store" => n.clone()).set(s.store.pending_updates() as f64);
+            // A counter: the store's own count only grows while it is open.
+            counter!("solidgraph_store_wal_syncs_total", "store" => n).absolute(st.wal_syncs);
         }
         tokio::time::sleep(every).await;
     }

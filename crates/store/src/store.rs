@@ -32,6 +32,8 @@ pub struct StoreStats {
     pub rows: Option<CacheStats>,
     pub members: Vec<MemberStats>,
     pub page_size: u64,
+    /// Syncs of the write-ahead log since open (0 when read-only).
+    pub wal_syncs: u64,
 }
 
 impl StoreStats {
@@ -197,6 +199,7 @@ impl Store {
             rows: self.shared.rows.as_ref().map(|r| r.stats()),
             members: self.shared.vol.stats(),
             page_size: self.page_size() as u64,
+            wal_syncs: self.writer.as_ref().map_or(0, |w| w.wal.syncs()),
         }
     }
 

@@ -22,6 +22,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use solidgraph_io::sync::MutexExt;
 
@@ -151,6 +152,9 @@ pub struct Wal {
     durable: Mutex<u64>,
     /// One fdatasync at a time; waiters behind it share the next one.
     syncing: Mutex<()>,
+    /// Syncs of the log file since open (group commit makes this fewer
+    /// than the durable batches).
+    syncs: AtomicU64,
 }
 
 impl Wal {
@@ -174,6 +178,7 @@ impl Wal {
             tail: Mutex::new(Tail { file, end: rec.valid_len, next_lsn: last + 1, appended_lsn: last }),
             durable: Mutex::new(last),
             syncing: Mutex::new(()),
+            syncs: AtomicU64::new(0),
         };
         let pending = past_checkpoint(rec.records, checkpoint, path)?;
         Ok((wal, pending))
@@ -186,6 +191,7 @@ impl Wal {
         t.file.set_len(0).map_err(file_err(&self.path))?;
         t.file.seek(SeekFrom::Start(0)).map_err(file_err(&self.path))?;
         t.file.sync_all().map_err(file_err(&self.path))?;
+        self.syncs.fetch_add(1, Ordering::Relaxed);
         t.end = 0;
         Ok(())
     }
@@ -228,6 +234,7 @@ impl Wal {
                 (t.file.try_clone().map_err(file_err(&self.path))?, t.appended_lsn)
             };
             file.sync_data().map_err(file_err(&self.path))?;
+            self.syncs.fetch_add(1, Ordering::Relaxed);
             let mut d = self.durable.locked();
             *d = (*d).max(upto);
         }
@@ -235,6 +242,11 @@ impl Wal {
 
     pub fn appended_lsn(&self) -> u64 {
         self.tail.locked().appended_lsn
+    }
+
+    /// Syncs of the log file since open.
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(Ordering::Relaxed)
     }
 
     pub fn durable_lsn(&self) -> u64 {
@@ -331,6 +343,11 @@ mod tests {
                 })
                 .collect();
             threads.into_iter().for_each(|t| t.join().unwrap());
+            // Every batch was made durable by some sync, at most one each.
+            assert!((1..=400).contains(&w.syncs()), "{} syncs", w.syncs());
+            let before = w.syncs();
+            w.sync_to(w.appended_lsn()).unwrap();
+            assert_eq!(w.syncs(), before, "a durable LSN needs no sync");
         }
         // A torn tail: half a record appended after the valid ones.
         let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
