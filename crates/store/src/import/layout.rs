@@ -17,9 +17,20 @@ const STAGE_BYTES: usize = 4 << 20;
 /// The volume grows ahead of the writer by this many bytes at a time.
 const GROW_BYTES: u64 = 64 << 20;
 
+/// Where a `PageWriter`'s pages go.
+enum Sink<'a> {
+    Volume(&'a Volume),
+    /// A scratch file, page k at offset k * page size (pages laid out
+    /// before their place in the store is known; `copy_pages` moves them).
+    File {
+        f: std::fs::File,
+        path: std::path::PathBuf,
+    },
+}
+
 /// Writes consecutive pages from `first`, staging them in memory.
 pub struct PageWriter<'a> {
-    vol: &'a Volume,
+    sink: Sink<'a>,
     ps: usize,
     stage: AlignedBuf,
     ids: Vec<u64>,
@@ -30,7 +41,14 @@ impl<'a> PageWriter<'a> {
     pub fn new(vol: &'a Volume, first: u64) -> PageWriter<'a> {
         let ps = vol.page_size();
         let n = (STAGE_BYTES / ps).max(1);
-        PageWriter { vol, ps, stage: AlignedBuf::zeroed(n * ps), ids: Vec::with_capacity(n), next: first }
+        PageWriter { sink: Sink::Volume(vol), ps, stage: AlignedBuf::zeroed(n * ps), ids: Vec::with_capacity(n), next: first }
+    }
+
+    /// Pages numbered from 0 into a new scratch file at `path`.
+    pub fn to_file(path: &std::path::Path, ps: usize) -> Result<PageWriter<'a>> {
+        let f = std::fs::File::create(path).map_err(crate::error::file_err(path))?;
+        let n = (STAGE_BYTES / ps).max(1);
+        Ok(PageWriter { sink: Sink::File { f, path: path.to_path_buf() }, ps, stage: AlignedBuf::zeroed(n * ps), ids: Vec::with_capacity(n), next: 0 })
     }
 
     /// Number of the page `page()` is building.
@@ -58,10 +76,16 @@ impl<'a> PageWriter<'a> {
             return Ok(());
         }
         let end = self.next + self.ids.len() as u64;
-        if end > self.vol.num_pages() {
-            self.vol.grow_to(end + GROW_BYTES / self.ps as u64)?;
+        let bytes = &self.stage[..self.ids.len() * self.ps];
+        match &mut self.sink {
+            Sink::Volume(vol) => {
+                if end > vol.num_pages() {
+                    vol.grow_to(end + GROW_BYTES / self.ps as u64)?;
+                }
+                vol.write(&self.ids, bytes)?;
+            }
+            Sink::File { f, path } => std::io::Write::write_all(f, bytes).map_err(crate::error::file_err(path))?,
         }
-        self.vol.write(&self.ids, &self.stage[..self.ids.len() * self.ps])?;
         self.next = end;
         self.ids.clear();
         Ok(())
@@ -265,54 +289,158 @@ impl Builder<'_> {
     }
 }
 
-pub fn lay_out(vol: &Volume, first_page: u64, merged: &mut Merged, o: &LayoutOptions, total: u64, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Laid> {
-    let ps = vol.page_size();
-    let mut gtt = Gtt::default();
-    if o.presence {
-        gtt.enable_presence();
-    }
-    let mut b = Builder {
-        w: PageWriter::new(vol, first_page),
-        o,
-        ps,
-        packed: PackedBuilder::new(o.fmt, ps, o.fill),
-        gtt,
-        edges: 0,
-        v: 0,
-        ids: Vec::new(),
-        ws: Vec::new(),
-        ls: Vec::new(),
-        gap_bytes: 0,
-        has_self: false,
-        packed_base: 0,
-        extent_pages: 0,
-        v_first_edge: 0,
-        top: TopDegrees { k: o.hot, heap: BinaryHeap::with_capacity(o.hot.min(1 << 20)) },
-        degrees: o.degrees.then(|| vec![0; o.num_nodes as usize]),
-    };
-    let mut seen = 0u64;
-    while let Some(Rec { src, dst, wbits, label }) = merged.next_record()? {
-        while b.v < src {
-            // Vertices without records get only their self-loop (if asked).
-            let next = if o.self_loops { b.v + 1 } else { src };
-            b.end_vertex(next)?;
+impl<'a> Builder<'a> {
+    fn new(w: PageWriter<'a>, o: &'a LayoutOptions) -> Builder<'a> {
+        let mut gtt = Gtt::default();
+        if o.presence {
+            gtt.enable_presence();
         }
-        b.push_edge(dst, f32::from_bits(wbits), label)?;
+        let ps = w.ps;
+        Builder {
+            ps,
+            w,
+            o,
+            packed: PackedBuilder::new(o.fmt, ps, o.fill),
+            gtt,
+            edges: 0,
+            v: 0,
+            ids: Vec::new(),
+            ws: Vec::new(),
+            ls: Vec::new(),
+            gap_bytes: 0,
+            has_self: false,
+            packed_base: 0,
+            extent_pages: 0,
+            v_first_edge: 0,
+            top: TopDegrees { k: o.hot, heap: BinaryHeap::with_capacity(o.hot.min(1 << 20)) },
+            degrees: o.degrees.then(|| vec![0; o.num_nodes as usize]),
+        }
+    }
+
+    /// Takes the next record of the sorted stream.
+    fn record(&mut self, r: &Rec) -> Result<()> {
+        while self.v < r.src {
+            // Vertices without records get only their self-loop (if asked).
+            let next = if self.o.self_loops { self.v + 1 } else { r.src };
+            self.end_vertex(next)?;
+        }
+        self.push_edge(r.dst, f32::from_bits(r.wbits), r.label)
+    }
+
+    /// Ends the stream: the last vertices, the last page.
+    fn finish(mut self, first_page: u64) -> Result<Laid> {
+        let last = if self.o.self_loops { self.o.num_nodes } else { self.v + 1 };
+        while self.v < last {
+            let next = if self.o.self_loops { self.v + 1 } else { last };
+            self.end_vertex(next)?;
+        }
+        self.close_packed()?;
+        let edges = self.edges;
+        let next = self.w.finish()?;
+        Ok(Laid { gtt: self.gtt, edges, next_page: next, adj_pages: next - first_page, hot: self.top.ranked(), degrees: self.degrees })
+    }
+}
+
+pub fn lay_out(vol: &Volume, first_page: u64, merged: &mut Merged, o: &LayoutOptions, total: u64, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Laid> {
+    let mut b = Builder::new(PageWriter::new(vol, first_page), o);
+    let mut seen = 0u64;
+    while let Some(r) = merged.next_record()? {
+        b.record(&r)?;
         seen += 1;
         if seen.is_multiple_of(1 << 20) {
             progress(seen, total);
         }
     }
-    let last = if o.self_loops { o.num_nodes } else { b.v + 1 };
-    while b.v < last {
-        let next = if o.self_loops { b.v + 1 } else { last };
-        b.end_vertex(next)?;
-    }
-    b.close_packed()?;
     progress(total, total);
-    let edges = b.edges;
-    let next = b.w.finish()?;
-    Ok(Laid { gtt: b.gtt, edges, next_page: next, adj_pages: next - first_page, hot: b.top.ranked(), degrees: b.degrees })
+    b.finish(first_page)
+}
+
+/// Records handed to the lower lists' thread at a time.
+const LOWER_BATCH: usize = 1 << 16;
+
+/// Lays out an undirected store's out-lists from `merged` into `vol`, and
+/// on a second thread its lower lists (the same stream's records with
+/// `dst <= src`: each edge once, in the same order as a sort of its own
+/// would give), laid out by `lower`, into the scratch file `aside`, numbered from page 0, for
+/// `copy_pages` to move behind the out-lists once their size is known.
+pub fn lay_out_with_lower(
+    vol: &Volume,
+    first_page: u64,
+    merged: &mut Merged,
+    o: &LayoutOptions,
+    (lower, aside): (&LayoutOptions, &std::path::Path),
+    total: u64,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<(Laid, Laid)> {
+    use std::sync::mpsc::sync_channel;
+    let lower_w = PageWriter::to_file(aside, vol.page_size())?;
+    std::thread::scope(|scope| {
+        let (tx, rx) = sync_channel::<Vec<Rec>>(4);
+        let (back_tx, back_rx) = sync_channel::<Vec<Rec>>(6);
+        let thread = scope.spawn(move || -> Result<Laid> {
+            let mut b = Builder::new(lower_w, lower);
+            for mut batch in rx {
+                for r in &batch {
+                    b.record(r)?;
+                }
+                batch.clear();
+                let _ = back_tx.try_send(batch);
+            }
+            b.finish(0)
+        });
+        let mut b = Builder::new(PageWriter::new(vol, first_page), o);
+        let mut batch = Vec::with_capacity(LOWER_BATCH);
+        let mut seen = 0u64;
+        let mut run = || -> Result<()> {
+            while let Some(r) = merged.next_record()? {
+                b.record(&r)?;
+                if r.dst <= r.src {
+                    batch.push(r);
+                    if batch.len() == LOWER_BATCH {
+                        let next = back_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(LOWER_BATCH));
+                        // A closed channel: the thread failed; its error
+                        // comes from join.
+                        if tx.send(std::mem::replace(&mut batch, next)).is_err() {
+                            return Ok(());
+                        }
+                    }
+                }
+                seen += 1;
+                if seen.is_multiple_of(1 << 20) {
+                    progress(seen, total);
+                }
+            }
+            let _ = tx.send(std::mem::take(&mut batch));
+            Ok(())
+        };
+        let ran = run();
+        drop(tx);
+        let lower_laid = thread.join().map_err(|_| StoreError::Invalid("lower-list thread panicked".into()))?;
+        ran?;
+        let out_laid = b.finish(first_page)?;
+        progress(total, total);
+        Ok((out_laid, lower_laid?))
+    })
+}
+
+/// Moves `pages` pages from the scratch file `aside` (numbered from 0,
+/// each checked) into `vol` from page `at`, each sealed again for its new
+/// number; returns the page after them.
+pub fn copy_pages(vol: &Volume, aside: &std::path::Path, pages: u64, at: u64) -> Result<u64> {
+    use std::io::Read;
+    let f = std::fs::File::open(aside).map_err(crate::error::file_err(aside))?;
+    let mut r = std::io::BufReader::with_capacity(STAGE_BYTES, f);
+    let mut w = PageWriter::new(vol, at);
+    for k in 0..pages {
+        let no = w.page_no();
+        let page = w.page();
+        r.read_exact(page).map_err(crate::error::file_err(aside))?;
+        crate::page::open(k, page)?;
+        let crc = crate::page::checksum(no, page);
+        page[0..4].copy_from_slice(&crc.to_le_bytes());
+        w.done()?;
+    }
+    w.finish()
 }
 
 /// Writes one tensor's rows (a byte stream) as tensor pages from

@@ -2,11 +2,14 @@
 //!
 //! 1. Check every input's header (tensor shapes, .npy sizes) before writing.
 //! 2. With a degree order (`order.rs`), read the edges once to count
-//!    degrees and renumber. Stream edges into one sorter per direction (undirected: both ways into
-//!    the out sorter), spilling sorted runs within the memory budget.
+//!    degrees and renumber. Read edges a batch at a time into one sorter
+//!    per direction (undirected: both ways into the out sorter), spilling
+//!    sorted runs within the memory budget.
 //! 3. Start writing the tensors on a second thread (their region comes first,
 //!    its size known from the headers; rows gathered in the new order) while the main thread merges the runs
-//!    and lays out out-edge pages, then in-edge pages, then the GTTs.
+//!    and lays out out-edge pages (lower lists from the same stream on a
+//!    third thread, into a scratch file moved behind the out-lists), then
+//!    in-edge pages, then the GTTs.
 //! 4. Seal both superblocks, fsync, rename the build directory into place.
 //!
 //! All of it happens in `<out>.partial-<pid>`, removed on any failure, so a
@@ -23,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use solidgraph_io::{BackendChoice, Volume, VolumeOptions};
 
-use self::layout::{LayoutOptions, PageWriter, lay_out, write_tensor};
+use self::layout::{LayoutOptions, PageWriter, copy_pages, lay_out, lay_out_with_lower, write_tensor};
 use self::sort::{PACKED_MAX, Rec, Sorter, pack};
 use self::source::{EdgeBatch, EdgeInput, Limits};
 use crate::adjacency::EdgeFormat;
@@ -151,7 +154,6 @@ impl Phases {
 struct Sorters<'a> {
     out: &'a mut Sorter,
     inn: Option<&'a mut Sorter>,
-    lower: Option<&'a mut Sorter>,
     undirected: bool,
 }
 
@@ -177,11 +179,6 @@ impl Sorters<'_> {
             keys.extend(pairs().map(|(s, d)| pack(d, s)));
             x.push_keys(keys)?;
         }
-        if let Some(x) = self.lower.as_deref_mut() {
-            keys.clear();
-            keys.extend(pairs().map(|(s, d)| pack(s.max(d), s.min(d))));
-            x.push_keys(keys)?;
-        }
         Ok(())
     }
 
@@ -195,9 +192,6 @@ impl Sorters<'_> {
             }
             if let Some(s) = self.inn.as_deref_mut() {
                 s.push(Rec { src: dst, dst: src, ..rec })?;
-            }
-            if let Some(s) = self.lower.as_deref_mut() {
-                s.push(Rec { src: src.max(dst), dst: src.min(dst), ..rec })?;
             }
         }
         Ok(())
@@ -330,18 +324,18 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     // Phase 2: read and sort.
     let directed_in = !o.undirected && o.in_edges;
     let sort_budget = (o.memory_budget as usize) / 2;
-    let per_sorter = if directed_in || o.lower_lists { sort_budget / 2 } else { sort_budget };
+    // Lower lists need no sorter: they come from the out-lists' stream.
+    let per_sorter = if directed_in { sort_budget / 2 } else { sort_budget };
     // Packed keys while ids fit 32 bits (a degree order's always do).
     let packed = !o.weights && !o.labels;
     let mut out_sort = Sorter::new(per_sorter, &tmp, "out", packed);
     let mut in_sort = directed_in.then(|| Sorter::new(per_sorter, &tmp, "in", packed));
-    let mut lower_sort = o.lower_lists.then(|| Sorter::new(per_sorter, &tmp, "lower", packed));
     let mut max_id: Option<u64> = None;
     let mut input_edges = 0u64;
     let lim = Limits { below: o.num_nodes.unwrap_or(u64::MAX), declared: o.num_nodes, finite_weights: o.weights };
     let mut batch = EdgeBatch::new(o.weights, o.labels);
     let mut keys: Vec<u64> = Vec::new();
-    let mut sorters = Sorters { out: &mut out_sort, inn: in_sort.as_mut(), lower: lower_sort.as_mut(), undirected: o.undirected };
+    let mut sorters = Sorters { out: &mut out_sort, inn: in_sort.as_mut(), undirected: o.undirected };
     for r in readers.iter_mut() {
         loop {
             let n = r.next_batch(&mut batch, BATCH_EDGES, &lim)?;
@@ -403,7 +397,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         p.meta.pages = tensor::pages_for(p.meta.rows, p.meta.row_bytes(), ps);
         next_page += p.meta.pages;
     }
-    let runs = out_sort.runs() + in_sort.as_ref().map_or(0, |s| s.runs()) + lower_sort.as_ref().map_or(0, |s| s.runs());
+    let runs = out_sort.runs() + in_sort.as_ref().map_or(0, |s| s.runs());
     let merge_budget = sort_budget;
     // The presence bitmap costs n/8 bytes; skip it when ids are so sparse
     // that it would outweigh the 4-byte id column of the edges.
@@ -420,11 +414,18 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         let laid = (|| -> Result<_> {
             let out_total = out_sort.count;
             let mut merged = out_sort.finish(merge_budget)?;
-            let out_laid =
-                lay_out(&vol, next_page, &mut merged, &LayoutOptions { degrees: lower_sort.is_some(), ..lo }, out_total, &|d, t| progress("out-edges", d, t))?;
+            let out_o = LayoutOptions { degrees: o.lower_lists, ..lo };
+            let lower_o = LayoutOptions { hot: 0, ..lo };
+            let aside = tmp.join("lower-lists.tmp");
+            let (out_laid, lower_laid) = if o.lower_lists {
+                let (a, b) = lay_out_with_lower(&vol, next_page, &mut merged, &out_o, (&lower_o, &aside), out_total, &|d, t| progress("out-edges", d, t))?;
+                (a, Some(b))
+            } else {
+                (lay_out(&vol, next_page, &mut merged, &out_o, out_total, &|d, t| progress("out-edges", d, t))?, None)
+            };
             drop(merged);
             let (out_meta, mut next) = write_gtt(&vol, &out_laid.gtt, num_nodes, out_laid.next_page, next_page)?;
-            phases.done("out-edges: merge, lay out, write");
+            phases.done("out-edges (and lower lists): merge, lay out, write");
             // In-edges and lower lists: one more adjacency each, from its
             // own sorted runs, after everything before it. Returns its
             // metadata and edge count.
@@ -441,14 +442,25 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
                 phases.done("in-edges: merge, lay out, write");
             }
             let mut lower_meta = None;
-            if let Some(s) = lower_sort {
-                let (dir, edges) = more(s, "lower lists", &mut next)?;
+            if let Some(laid) = lower_laid {
+                // The lower lists' pages and GTT move behind what is
+                // written so far.
+                let end = copy_pages(&vol, &aside, laid.next_page, next)?;
+                let _ = std::fs::remove_file(&aside);
+                let mut gtt = Gtt::default();
+                for i in 0..laid.gtt.len() {
+                    gtt.push(laid.gtt.first_vertex(i), laid.gtt.page(i) + next, laid.gtt.is_extent(i), laid.gtt.edges_before(i));
+                }
+                gtt.presence_from(&laid.gtt);
+                let (dir, n) = write_gtt(&vol, &gtt, num_nodes, end, next)?;
+                next = n;
+                let edges = laid.edges;
                 let words: Vec<u64> =
                     out_laid.degrees.as_deref().unwrap_or(&[]).chunks(2).map(|p| p[0] as u64 | (p.get(1).copied().unwrap_or(0) as u64) << 32).collect();
                 let degrees = write_table(&vol, &words, next)?;
                 next += degrees.pages;
                 lower_meta = Some(LowerMeta { dir, edges, degrees });
-                phases.done("lower lists: merge, lay out, write");
+                phases.done("lower lists: move behind, GTT");
             }
             let hot = write_table(&vol, &out_laid.hot, next)?;
             next += hot.pages;

@@ -78,8 +78,92 @@ impl Form {
     }
 }
 
+/// Sorts `keys` on all of rayon's threads: LSD radix over only the bits
+/// that vary between keys, `RADIX_BITS` at a time (a graph below 2^22
+/// vertices takes 4 passes), through `scratch`, which ends up holding
+/// garbage of the same length.
+pub fn radix_sort(keys: &mut Vec<u64>, scratch: &mut Vec<u64>) {
+    use rayon::prelude::*;
+    const RADIX_BITS: u32 = 11;
+    const BUCKETS: usize = 1 << RADIX_BITS;
+    let n = keys.len();
+    if n < 1 << 16 {
+        keys.sort_unstable();
+        return;
+    }
+    let first = keys[0];
+    let varying = keys.par_chunks(1 << 16).map(|c| c.iter().fold(0, |m, &k| m | (k ^ first))).reduce(|| 0, |a, b| a | b);
+    if varying == 0 {
+        return;
+    }
+    scratch.clear();
+    scratch.resize(n, 0);
+    let chunk = n.div_ceil(rayon::current_num_threads().max(1) * 4);
+    let mut shift = varying.trailing_zeros();
+    let mut swapped = false;
+    loop {
+        let (src, dst) = if swapped { (&scratch[..], &mut keys[..]) } else { (&keys[..], &mut scratch[..]) };
+        let digit = |k: u64| ((k >> shift) as usize) & (BUCKETS - 1);
+        let counts: Vec<Vec<usize>> = src
+            .par_chunks(chunk)
+            .map(|c| {
+                let mut h = vec![0usize; BUCKETS];
+                for &k in c {
+                    h[digit(k)] += 1;
+                }
+                h
+            })
+            .collect();
+        // Chunk j's keys of digit b go after every smaller digit's and
+        // after earlier chunks' keys of digit b: the pass is stable.
+        let mut offsets = vec![vec![0usize; BUCKETS]; counts.len()];
+        let mut at = 0;
+        for b in 0..BUCKETS {
+            for (o, c) in offsets.iter_mut().zip(&counts) {
+                o[b] = at;
+                at += c[b];
+            }
+        }
+        assert_eq!(at, n);
+        let out = OutPtr(dst.as_mut_ptr());
+        src.par_chunks(chunk).zip(offsets.into_par_iter()).for_each(|(c, mut o)| {
+            for &k in c {
+                let d = digit(k);
+                // SAFETY: the offsets give each (chunk, digit) its own
+                // range of `dst`, as long as the chunk's keys of that digit.
+                unsafe { *out.at(o[d]) = k };
+                o[d] += 1;
+            }
+        });
+        swapped = !swapped;
+        shift += RADIX_BITS;
+        if shift >= 64 || varying >> shift == 0 {
+            break;
+        }
+        shift += (varying >> shift).trailing_zeros();
+    }
+    if swapped {
+        std::mem::swap(keys, scratch);
+    }
+}
+
+/// `dst` of a radix pass, written by several threads at disjoint indices.
+struct OutPtr(*mut u64);
+// SAFETY: each thread writes only its own indices (see `radix_sort`).
+unsafe impl Sync for OutPtr {}
+
+impl OutPtr {
+    /// # Safety
+    /// `i` is in bounds and no other thread touches it.
+    unsafe fn at(&self, i: usize) -> *mut u64 {
+        unsafe { self.0.add(i) }
+    }
+}
+
 pub struct Sorter {
     keys: Vec<u64>,
+    /// The radix sort's second buffer, as long as `keys`.
+    scratch: Vec<u64>,
     recs: Vec<Rec>,
     form: Form,
     budget: usize,
@@ -96,7 +180,18 @@ impl Sorter {
     /// the records carry no weights or labels (see the module comment).
     pub fn new(budget: usize, dir: &Path, tag: &'static str, packed: bool) -> Sorter {
         let form = if packed { Form::Packed } else { Form::Wide };
-        Sorter { keys: Vec::new(), recs: Vec::new(), form, budget, dir: dir.to_path_buf(), tag, runs: Vec::new(), bytes: Vec::new(), count: 0 }
+        Sorter {
+            keys: Vec::new(),
+            scratch: Vec::new(),
+            recs: Vec::new(),
+            form,
+            budget,
+            dir: dir.to_path_buf(),
+            tag,
+            runs: Vec::new(),
+            bytes: Vec::new(),
+            count: 0,
+        }
     }
 
     /// Runs spilled so far.
@@ -110,7 +205,11 @@ impl Sorter {
     }
 
     fn cap(&self) -> usize {
-        (self.budget / self.form.bytes()).max(1024)
+        match self.form {
+            // Keys and the radix sort's scratch.
+            Form::Packed => (self.budget / (2 * KEY_BYTES)).max(1024),
+            Form::Wide => (self.budget / REC_BYTES).max(1024),
+        }
     }
 
     /// Appends packed keys (only while `packed()`).
@@ -145,6 +244,7 @@ impl Sorter {
                 self.spill()?;
             }
             self.keys = Vec::new();
+            self.scratch = Vec::new();
             self.form = Form::Wide;
         }
         if self.recs.len() == self.cap() {
@@ -160,7 +260,7 @@ impl Sorter {
 
     fn sort_buffer(&mut self) {
         match self.form {
-            Form::Packed => self.keys.par_sort_unstable(),
+            Form::Packed => radix_sort(&mut self.keys, &mut self.scratch),
             Form::Wide => self.recs.par_sort_unstable(),
         }
     }
@@ -199,6 +299,7 @@ impl Sorter {
     pub fn finish(mut self, merge_budget: usize) -> Result<Merged> {
         if self.runs.is_empty() {
             self.sort_buffer();
+            self.scratch = Vec::new();
             let src = match self.form {
                 Form::Packed => Src::Keys(std::mem::take(&mut self.keys).into_iter()),
                 Form::Wide => Src::Recs(std::mem::take(&mut self.recs).into_iter()),
@@ -209,6 +310,7 @@ impl Sorter {
             self.spill()?;
         }
         self.keys = Vec::new();
+        self.scratch = Vec::new();
         self.recs = Vec::new();
         self.bytes = Vec::new();
         // A multiple of both record sizes, so a refill never splits one.
@@ -330,6 +432,34 @@ impl Drop for Merged {
     fn drop(&mut self) {
         for p in &self.paths {
             let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn radix_sort_equals_a_comparison_sort() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut scratch = Vec::new();
+        // Full 64-bit keys, graph-shaped keys (22-bit ids, few distinct
+        // high bits), all equal, and a sizes around the cut to sort_unstable.
+        let shapes: [(usize, fn(u64) -> u64); 4] =
+            [(200_000, |r| r), (300_001, |r| pack(r >> 42, r & 0x3f_ffff)), (70_000, |_| 42), ((1 << 16) + 3, |r| r & 0xff0f_0000_f00f)];
+        for (n, shape) in shapes {
+            let mut keys: Vec<u64> = (0..n).map(|_| shape(next())).collect();
+            let mut want = keys.clone();
+            want.sort_unstable();
+            radix_sort(&mut keys, &mut scratch);
+            assert_eq!(keys, want);
         }
     }
 }

@@ -1,0 +1,196 @@
+//! The import on both cores (batched reads, radix-sorted packed keys,
+//! spilled runs) writes the same bytes as on one thread and in memory, and
+//! the lists a reference builds from the same edges.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use solidgraph_store::*;
+
+fn quiet(_: &str, _: u64, _: u64) {}
+
+fn rnd(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+/// `m` edges over the first `n - 100` of `n` vertices (the last 100 are
+/// isolated), skewed toward low ids like a power law, with repeats and
+/// self loops.
+fn graph(n: u64, m: usize, seed: u64) -> (Vec<u64>, Vec<u64>) {
+    let mut x = seed | 1;
+    let live = n - 100;
+    let mut pick = |x: &mut u64| {
+        let r = rnd(x);
+        // The smaller of two draws favors low ids (hubs).
+        (r % live).min((r >> 32) % live)
+    };
+    let (mut src, mut dst) = (Vec::with_capacity(m), Vec::with_capacity(m));
+    while src.len() < m {
+        let (s, d) = (pick(&mut x), pick(&mut x));
+        src.push(s);
+        dst.push(if rnd(&mut x) % 50 == 0 { s } else { d });
+        if rnd(&mut x) % 20 == 0 {
+            // A repeated edge.
+            src.push(s);
+            dst.push(d);
+        }
+    }
+    (src, dst)
+}
+
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("sg."))
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Imports on a pool of `threads` with `budget` bytes.
+fn import_with(out: &Path, edges: &[EdgeInput], o: &ImportOptions, threads: usize, budget: u64) -> ImportReport {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    let o = ImportOptions { memory_budget: budget, ..o.clone() };
+    pool.install(|| import(out, edges, &[], &o, &quiet).unwrap())
+}
+
+/// The sorted lists of each vertex (by input id) under `undirected`, `dedup`
+/// and `self_loops` (no other options), and the lower lists.
+fn reference(src: &[u64], dst: &[u64], o: &ImportOptions, n: u64) -> (BTreeMap<u64, Vec<u64>>, BTreeMap<u64, Vec<u64>>) {
+    let mut recs = Vec::new();
+    for (&s, &d) in src.iter().zip(dst) {
+        recs.push((s, d));
+        if o.undirected && s != d {
+            recs.push((d, s));
+        }
+    }
+    recs.sort();
+    let mut out: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for (s, d) in recs {
+        let l = out.entry(s).or_default();
+        if !(o.dedup && l.last() == Some(&d)) {
+            l.push(d);
+        }
+    }
+    if o.self_loops {
+        for v in 0..n {
+            let l = out.entry(v).or_default();
+            if let Err(p) = l.binary_search(&v) {
+                l.insert(p, v);
+            }
+        }
+    }
+    let lower = out.iter().map(|(&v, l)| (v, l.iter().copied().filter(|&u| u <= v).collect::<Vec<_>>())).filter(|(_, l)| !l.is_empty()).collect();
+    (out, lower)
+}
+
+fn lists(s: &Store, dir: Direction, n: u64) -> BTreeMap<u64, Vec<u64>> {
+    let ids: Vec<u64> = (0..n).collect();
+    let mut iids = ids.clone();
+    s.to_internal(&mut iids).unwrap();
+    let csr = s.neighbors(&iids, dir, false, false).unwrap();
+    let mut m = BTreeMap::new();
+    for (i, &v) in ids.iter().enumerate() {
+        let mut l = csr.indices[csr.indptr[i] as usize..csr.indptr[i + 1] as usize].to_vec();
+        if l.is_empty() {
+            continue;
+        }
+        s.to_external(&mut l).unwrap();
+        l.sort();
+        m.insert(v, l);
+    }
+    m
+}
+
+#[test]
+fn parallel_spilled_import_equals_one_thread_and_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 30_000u64;
+    let (src, dst) = graph(n, 700_000, 7);
+    let edges = [EdgeInput::Memory { src: src.clone(), dst: dst.clone(), weights: None, labels: None }];
+    let cases = [
+        ImportOptions { undirected: true, dedup: true, lower_lists: true, order: order::VertexOrder::Degree, ..Default::default() },
+        ImportOptions { undirected: true, self_loops: true, num_nodes: Some(n), ..Default::default() },
+        ImportOptions { in_edges: true, dedup: true, num_nodes: Some(n), ..Default::default() },
+    ];
+    for (c, o) in cases.iter().enumerate() {
+        // One thread in memory; both cores spilling many runs; both cores
+        // in memory.
+        let one = dir.path().join(format!("one-{c}"));
+        let spilled = dir.path().join(format!("spilled-{c}"));
+        let whole = dir.path().join(format!("whole-{c}"));
+        let r1 = import_with(&one, &edges, o, 1, 1 << 30);
+        let r2 = import_with(&spilled, &edges, o, 2, 16 << 20);
+        let r3 = import_with(&whole, &edges, o, 2, 1 << 30);
+        assert_eq!(r1.runs, 0, "case {c}: 1 GiB holds every record");
+        assert!(r2.runs >= 2, "case {c}: 16 MiB must spill runs (got {})", r2.runs);
+        assert_eq!(r1.input_edges, src.len() as u64);
+        let bytes = files(&one);
+        assert_eq!(files(&spilled), bytes, "case {c}: spilled on two threads");
+        assert_eq!(files(&whole), bytes, "case {c}: in memory on two threads");
+
+        let s = Store::open(&one, &OpenOptions::default()).unwrap();
+        let nodes = s.num_nodes();
+        let seen = src.iter().chain(&dst).max().unwrap() + 1;
+        assert_eq!(nodes, o.num_nodes.unwrap_or(seen), "case {c}");
+        let (want_out, want_lower) = reference(&src, &dst, o, nodes);
+        assert_eq!(lists(&s, Direction::Out, nodes), want_out, "case {c}: out-lists");
+        if o.lower_lists {
+            // Lower lists hold the neighbors up to a vertex by the store's
+            // ids (degree order here), not the input's.
+            let rank = |v: u64| {
+                let mut x = [v];
+                s.to_internal(&mut x).unwrap();
+                x[0]
+            };
+            let want: BTreeMap<u64, Vec<u64>> = want_out
+                .iter()
+                .map(|(&v, l)| (v, l.iter().copied().filter(|&u| rank(u) <= rank(v)).collect::<Vec<_>>()))
+                .filter(|(_, l)| !l.is_empty())
+                .collect();
+            assert_eq!(lists(&s, Direction::Lower, nodes), want, "case {c}: lower lists");
+            assert!(o.order == order::VertexOrder::Degree || want == want_lower);
+        }
+        if o.in_edges {
+            let (want_in, _) = reference(&dst, &src, o, nodes);
+            assert_eq!(lists(&s, Direction::In, nodes), want_in, "case {c}: in-lists");
+        }
+        s.verify(&mut |_, _| {}).unwrap();
+    }
+}
+
+/// A sorter spills packed runs, then meets an id past 32 bits and goes on
+/// with wide records: the merge of both forms is still in order.
+#[test]
+fn packed_runs_then_wide_ids_merge_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = (1u64 << 32) + 3;
+    let (src, dst) = graph(20_000, 600_000, 11);
+    let small = EdgeInput::Memory { src: src.clone(), dst: dst.clone(), weights: None, labels: None };
+    let wide_src = vec![big, 5, big - 1, 0];
+    let wide_dst = vec![0, big, 7, big - 1];
+    let wide = EdgeInput::Memory { src: wide_src.clone(), dst: wide_dst.clone(), weights: None, labels: None };
+    let o = ImportOptions { dedup: true, memory_budget: 16 << 20, ..Default::default() };
+    let out = dir.path().join("mixed");
+    let r = import(&out, &[small, wide], &[], &o, &quiet).unwrap();
+    // Runs spilled while reading: packed ones only (the wide records go
+    // last, spilled when the merge starts).
+    assert!(r.runs >= 2, "packed runs before the wide ids (got {})", r.runs);
+    let s = Store::open(&out, &OpenOptions::default()).unwrap();
+    assert_eq!(s.num_nodes(), big + 1);
+    let all_src: Vec<u64> = src.iter().chain(&wide_src).copied().collect();
+    let all_dst: Vec<u64> = dst.iter().chain(&wide_dst).copied().collect();
+    let (want, _) = reference(&all_src, &all_dst, &o, 0);
+    let ids: Vec<u64> = want.keys().copied().collect();
+    let csr = s.neighbors(&ids, Direction::Out, false, false).unwrap();
+    for (i, (v, l)) in want.iter().enumerate() {
+        assert_eq!(&csr.indices[csr.indptr[i] as usize..csr.indptr[i + 1] as usize], &l[..], "list of {v}");
+    }
+    assert_eq!(s.num_edges(), want.values().map(|l| l.len() as u64).sum::<u64>());
+    s.verify(&mut |_, _| {}).unwrap();
+}
