@@ -194,3 +194,52 @@ fn packed_runs_then_wide_ids_merge_in_order() {
     assert_eq!(s.num_edges(), want.values().map(|l| l.len() as u64).sum::<u64>());
     s.verify(&mut |_, _| {}).unwrap();
 }
+
+/// Text parsed in blocks on both cores gives the store an .npy of the same
+/// edges gives, and an error names the bad line deep in the file.
+#[test]
+fn text_in_blocks_equals_npy_and_names_the_bad_line() {
+    use std::fmt::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (src, dst) = graph(50_000, 1_500_000, 3);
+    let mut lines = vec!["# a comment".to_string()];
+    for (i, (s, t)) in src.iter().zip(&dst).enumerate() {
+        if i % 1000 == 0 {
+            lines.push("% another".into());
+            lines.push(String::new());
+        }
+        let mut l = String::new();
+        match i % 3 {
+            0 => write!(l, "{s} {t}"),
+            1 => write!(l, "{s}\t{t}\r"),
+            _ => write!(l, "  {s},{t}  "),
+        }
+        .unwrap();
+        lines.push(l);
+    }
+    let text = lines.join("\n");
+    assert!(text.len() > 16 << 20, "more than one block");
+    std::fs::write(d.join("e.txt"), &text).unwrap();
+    let ids: Vec<u8> = src.iter().chain(&dst).flat_map(|&v| (v as i64).to_le_bytes()).collect();
+    import::npy::write_npy(&d.join("e.npy"), "<i8", &[2, src.len() as u64], &ids).unwrap();
+    let o = ImportOptions { undirected: true, dedup: true, lower_lists: true, order: order::VertexOrder::Degree, ..Default::default() };
+    let r = import(&d.join("t.sg"), &[EdgeInput::File(d.join("e.txt"))], &[], &o, &quiet).unwrap();
+    assert_eq!(r.input_edges, src.len() as u64);
+    import(&d.join("n.sg"), &[EdgeInput::File(d.join("e.npy"))], &[], &o, &quiet).unwrap();
+    assert_eq!(files(&d.join("t.sg")), files(&d.join("n.sg")));
+
+    // A bad line past the first block: its number, and nothing left behind.
+    let bad = lines.len() - 1000;
+    lines[bad] = "12 x".into();
+    std::fs::write(d.join("bad.txt"), lines.join("\n")).unwrap();
+    let out = d.join("bad.sg");
+    match import(&out, &[EdgeInput::File(d.join("bad.txt"))], &[], &ImportOptions::default(), &quiet) {
+        Err(StoreError::Parse { line, reason, .. }) => {
+            assert_eq!(line, bad as u64 + 1, "{reason}");
+            assert!(reason.contains("\"x\" is not an integer"), "{reason}");
+        }
+        other => panic!("expected a parse error, got {other:?}"),
+    }
+    assert!(!out.exists());
+}

@@ -335,6 +335,10 @@ struct TextEdges {
     want_labels: bool,
     total: u64,
     done: u64,
+    /// Block reads (`next_batch`): the bytes read, of which the first
+    /// `block_used` are whole lines being parsed.
+    block: Vec<u8>,
+    block_used: usize,
 }
 
 impl TextEdges {
@@ -354,6 +358,8 @@ impl TextEdges {
             want_labels,
             total,
             done: 0,
+            block: Vec::new(),
+            block_used: 0,
         };
         if csv {
             t.read_csv_header()?;
@@ -405,47 +411,178 @@ fn parse_id(tok: &str) -> std::result::Result<u64, String> {
     tok.parse::<u64>().map_err(|_| format!("{tok:?} is not an integer vertex id"))
 }
 
+/// How a text line becomes an edge (shared by the line and block readers).
+#[derive(Debug, Clone, Copy)]
+struct LineFormat {
+    cols: Columns,
+    csv: bool,
+    header_cols: usize,
+    want_weights: bool,
+    want_labels: bool,
+}
+
+impl LineFormat {
+    /// The edge on line `line`, None for a blank or comment line.
+    fn parse(&self, line: &str) -> std::result::Result<Option<RawEdge>, String> {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') || l.starts_with('%') {
+            return Ok(None);
+        }
+        let mut fields = [""; 8];
+        let mut n = 0;
+        let sep = |c: char| if self.csv { c == ',' } else { c == ',' || c.is_ascii_whitespace() };
+        for f in l.split(sep).map(str::trim).filter(|s| !s.is_empty() || self.csv) {
+            if n < fields.len() {
+                fields[n] = f;
+            }
+            n += 1;
+        }
+        let c = self.cols;
+        let need = 1 + c.src.max(c.dst);
+        if n < need {
+            return Err(format!("expected at least {need} fields, found {n}"));
+        }
+        if self.csv && n > self.header_cols {
+            return Err(format!("{n} columns, but the header names {}", self.header_cols));
+        }
+        let get = |i: Option<usize>| i.filter(|&i| i < n.min(fields.len())).map(|i| fields[i]);
+        let src = parse_id(fields[c.src])?;
+        let dst = parse_id(fields[c.dst])?;
+        let weight = match get(c.weight) {
+            Some(w) if self.want_weights => w.parse::<f32>().map_err(|_| format!("{w:?} is not a number (weight)"))?,
+            None if self.want_weights => return Err("weights requested but this line has no weight".into()),
+            _ => 1.0,
+        };
+        let label = match get(c.label) {
+            Some(x) if self.want_labels => x.parse::<u32>().map_err(|_| format!("{x:?} is not a u32 label"))?,
+            None if self.want_labels => return Err("labels requested but this line has no label".into()),
+            _ => 0,
+        };
+        Ok(Some(RawEdge { src, dst, weight, label }))
+    }
+}
+
+/// Text read a block at a time and parsed on all cores.
+const TEXT_BLOCK: usize = 16 << 20;
+/// A longer line is an error (a binary file, a missing newline).
+const MAX_LINE: usize = 1 << 20;
+
+/// The edges of one piece of whole lines.
+#[derive(Default)]
+struct Parsed {
+    src: Vec<u64>,
+    dst: Vec<u64>,
+    weights: Vec<f32>,
+    labels: Vec<u32>,
+    lines: u64,
+}
+
+/// Parses whole lines; Err names the line (counted from 1 in `text`).
+fn parse_lines(text: &[u8], f: &LineFormat, lim: &Limits) -> std::result::Result<Parsed, (u64, String)> {
+    let mut p = Parsed::default();
+    for raw in text.split_inclusive(|&b| b == b'\n') {
+        p.lines += 1;
+        let line = std::str::from_utf8(raw).map_err(|_| (p.lines, "line is not valid UTF-8".to_string()))?;
+        let Some(e) = f.parse(line).map_err(|r| (p.lines, r))? else { continue };
+        if let Some(why) = lim.check(e.src, e.dst, e.weight) {
+            return Err((p.lines, why));
+        }
+        p.src.push(e.src);
+        p.dst.push(e.dst);
+        if f.want_weights {
+            p.weights.push(e.weight);
+        }
+        if f.want_labels {
+            p.labels.push(e.label);
+        }
+    }
+    Ok(p)
+}
+
+impl TextEdges {
+    fn format(&self) -> LineFormat {
+        LineFormat { cols: self.cols, csv: self.csv, header_cols: self.header_cols, want_weights: self.want_weights, want_labels: self.want_labels }
+    }
+
+    /// The next block of whole lines (the rest of the file at its end) in
+    /// `self.block`; false at the end.
+    fn next_block(&mut self) -> Result<bool> {
+        use std::io::Read;
+        // The partial line left over from the last block comes first.
+        self.block.drain(..self.block_used);
+        self.block_used = 0;
+        let have = self.block.len();
+        self.block.resize(TEXT_BLOCK, 0);
+        let mut len = have;
+        while len < self.block.len() {
+            let n = self.r.read(&mut self.block[len..]).map_err(file_err(&self.path))?;
+            if n == 0 {
+                break;
+            }
+            len += n;
+        }
+        self.block.truncate(len);
+        if len == 0 {
+            return Ok(false);
+        }
+        // A full block ends at its last newline; the file's end, anywhere.
+        self.block_used = match self.block.iter().rposition(|&b| b == b'\n') {
+            _ if len < TEXT_BLOCK => len,
+            Some(i) if len - i - 1 <= MAX_LINE => i + 1,
+            _ => return Err(self.err(format!("a line longer than {MAX_LINE} bytes"))),
+        };
+        Ok(true)
+    }
+}
+
 impl EdgeReader for TextEdges {
+    fn next_batch(&mut self, b: &mut EdgeBatch, _max: usize, lim: &Limits) -> Result<usize> {
+        use rayon::prelude::*;
+        b.clear();
+        loop {
+            if !self.next_block()? {
+                return Ok(0);
+            }
+            // Pieces of whole lines, one or a few per thread.
+            let text = &self.block[..self.block_used];
+            let want = rayon::current_num_threads().max(1) * 2;
+            let mut cuts = vec![0];
+            for k in 1..want {
+                let at = (text.len() * k / want).max(*cuts.last().expect("0"));
+                let end = text[at..].iter().position(|&c| c == b'\n').map_or(text.len(), |i| at + i + 1);
+                cuts.push(end);
+            }
+            cuts.push(text.len());
+            let f = self.format();
+            let parsed: Vec<_> = cuts.par_windows(2).map(|w| parse_lines(&text[w[0]..w[1]], &f, lim)).collect();
+            let first_line = self.lineno;
+            for p in parsed {
+                let p = p.map_err(|(line, reason)| StoreError::Parse { path: self.path.clone(), line: self.lineno + line, reason })?;
+                self.lineno += p.lines;
+                b.src.extend_from_slice(&p.src);
+                b.dst.extend_from_slice(&p.dst);
+                b.weights.extend_from_slice(&p.weights);
+                b.labels.extend_from_slice(&p.labels);
+            }
+            debug_assert!(self.lineno >= first_line);
+            self.done += self.block_used as u64;
+            if !b.is_empty() {
+                return Ok(b.len());
+            }
+        }
+    }
+
     fn next_edge(&mut self) -> Result<Option<RawEdge>> {
         loop {
             if !self.read_line()? {
                 return Ok(None);
             }
-            let l = self.line.trim();
-            if l.is_empty() || l.starts_with('#') || l.starts_with('%') {
-                continue;
+            let f = self.format();
+            match f.parse(&self.line) {
+                Ok(Some(e)) => return Ok(Some(e)),
+                Ok(None) => continue,
+                Err(r) => return Err(self.err(r)),
             }
-            let mut fields = [""; 8];
-            let mut n = 0;
-            let sep = |c: char| if self.csv { c == ',' } else { c == ',' || c.is_ascii_whitespace() };
-            for f in l.split(sep).map(str::trim).filter(|s| !s.is_empty() || self.csv) {
-                if n < fields.len() {
-                    fields[n] = f;
-                }
-                n += 1;
-            }
-            let c = self.cols;
-            let need = 1 + c.src.max(c.dst);
-            if n < need {
-                return Err(self.err(format!("expected at least {need} fields, found {n}")));
-            }
-            if self.csv && n > self.header_cols {
-                return Err(self.err(format!("{n} columns, but the header names {}", self.header_cols)));
-            }
-            let get = |i: Option<usize>| i.filter(|&i| i < n.min(fields.len())).map(|i| fields[i]);
-            let src = parse_id(fields[c.src]).map_err(|r| self.err(r))?;
-            let dst = parse_id(fields[c.dst]).map_err(|r| self.err(r))?;
-            let weight = match get(c.weight) {
-                Some(w) if self.want_weights => w.parse::<f32>().map_err(|_| self.err(format!("{w:?} is not a number (weight)")))?,
-                None if self.want_weights => return Err(self.err("weights requested but this line has no weight".into())),
-                _ => 1.0,
-            };
-            let label = match get(c.label) {
-                Some(x) if self.want_labels => x.parse::<u32>().map_err(|_| self.err(format!("{x:?} is not a u32 label")))?,
-                None if self.want_labels => return Err(self.err("labels requested but this line has no label".into())),
-                _ => 0,
-            };
-            return Ok(Some(RawEdge { src, dst, weight, label }));
         }
     }
     fn error(&self, reason: String) -> StoreError {
