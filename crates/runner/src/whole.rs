@@ -661,6 +661,8 @@ pub fn infer_all(store: &Store, model: &Model, o: &WholeOptions, progress: &mut 
             report.levels.push(LevelReport { level: l, skipped: true, ..Default::default() });
             continue;
         }
+        // A level starts with a report: a pushed level's first chunk comes after a whole pass.
+        progress(Progress { level: l, levels: sched.levels, done: 0, total: n });
         let read0: u64 = readers.values().map(|r| r.read_bytes()).sum();
         let mut pinned_bytes = 0;
         if pins && aggs.is_none() {
