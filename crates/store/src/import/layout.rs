@@ -341,16 +341,61 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// Runs the k-way merge on its own thread (beside the page layout), in
+/// batches of `LOWER_BATCH` records; `each` gets every batch in order.
+/// Batches come back through a second channel to be refilled.
+fn merge_beside(merged: &mut Merged, mut each: impl FnMut(&[Rec]) -> Result<bool>) -> Result<()> {
+    use std::sync::mpsc::sync_channel;
+    std::thread::scope(|scope| {
+        let (tx, rx) = sync_channel::<Vec<Rec>>(4);
+        let (back_tx, back_rx) = sync_channel::<Vec<Rec>>(6);
+        let merger = scope.spawn(move || -> Result<()> {
+            loop {
+                let mut batch = back_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(LOWER_BATCH));
+                batch.clear();
+                while batch.len() < LOWER_BATCH {
+                    match merged.next_record()? {
+                        Some(r) => batch.push(r),
+                        None => break,
+                    }
+                }
+                let last = batch.len() < LOWER_BATCH;
+                // A closed channel: the consumer stopped (its error wins).
+                if tx.send(batch).is_err() || last {
+                    return Ok(());
+                }
+            }
+        });
+        let mut consumed = Ok(());
+        for batch in &rx {
+            match each(&batch) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    consumed = Err(e);
+                    break;
+                }
+            }
+            let _ = back_tx.try_send(batch);
+        }
+        drop(rx);
+        let merged = merger.join().map_err(|_| StoreError::Invalid("merge thread panicked".into()))?;
+        consumed?;
+        merged
+    })
+}
+
 pub fn lay_out(vol: &Volume, first_page: u64, merged: &mut Merged, o: &LayoutOptions, total: u64, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Laid> {
     let mut b = Builder::new(PageWriter::new(vol, first_page), o);
     let mut seen = 0u64;
-    while let Some(r) = merged.next_record()? {
-        b.record(&r)?;
-        seen += 1;
-        if seen.is_multiple_of(1 << 20) {
-            progress(seen, total);
+    merge_beside(merged, |batch| {
+        for r in batch {
+            b.record(r)?;
         }
-    }
+        seen += batch.len() as u64;
+        progress(seen, total);
+        Ok(true)
+    })?;
     progress(total, total);
     b.finish(first_page)
 }
@@ -391,29 +436,28 @@ pub fn lay_out_with_lower(
         let mut b = Builder::new(PageWriter::new(vol, first_page), o);
         let mut batch = Vec::with_capacity(LOWER_BATCH);
         let mut seen = 0u64;
-        let mut run = || -> Result<()> {
-            while let Some(r) = merged.next_record()? {
-                b.record(&r)?;
+        let ran = merge_beside(merged, |records| {
+            for r in records {
+                b.record(r)?;
                 if r.dst <= r.src {
-                    batch.push(r);
+                    batch.push(*r);
                     if batch.len() == LOWER_BATCH {
                         let next = back_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(LOWER_BATCH));
                         // A closed channel: the thread failed; its error
                         // comes from join.
                         if tx.send(std::mem::replace(&mut batch, next)).is_err() {
-                            return Ok(());
+                            return Ok(false);
                         }
                     }
                 }
-                seen += 1;
-                if seen.is_multiple_of(1 << 20) {
-                    progress(seen, total);
-                }
             }
+            seen += records.len() as u64;
+            progress(seen, total);
+            Ok(true)
+        })
+        .map(|()| {
             let _ = tx.send(std::mem::take(&mut batch));
-            Ok(())
-        };
-        let ran = run();
+        });
         drop(tx);
         let lower_laid = thread.join().map_err(|_| StoreError::Invalid("lower-list thread panicked".into()))?;
         ran?;

@@ -545,10 +545,7 @@ fn degree_order(edges: &[EdgeInput], o: &ImportOptions, plans: &[TensorPlan], pr
             if m >= degree.len() {
                 degree.resize((m + 1).max(degree.len() * 5 / 4), 0);
             }
-            for &v in batch.src.iter().chain(&batch.dst) {
-                let d = &mut degree[v as usize];
-                *d = d.saturating_add(1);
-            }
+            count_degrees(&mut degree, &batch);
             let (d, t) = r.progress();
             progress("counting degrees", d, t);
         }
@@ -561,6 +558,26 @@ fn degree_order(edges: &[EdgeInput], o: &ImportOptions, plans: &[TensorPlan], pr
     degree.resize(n as usize, 0);
     degree.shrink_to_fit();
     Ok(Permutation::by_degree(&degree))
+}
+
+/// Adds a batch's endpoints to `degree` (long enough for its ids) on all
+/// cores, saturating at u32::MAX.
+fn count_degrees(degree: &mut [u32], b: &EdgeBatch) {
+    use rayon::prelude::*;
+    use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+    // SAFETY: AtomicU32 has u32's size and alignment, and `degree` is
+    // borrowed mutably, so only these atomics touch it meanwhile.
+    let cells: &[AtomicU32] = unsafe { &*(degree as *mut [u32] as *const [AtomicU32]) };
+    [&b.src, &b.dst].into_par_iter().flat_map(|ids| ids.par_chunks(1 << 14)).for_each(|c| {
+        for &v in c {
+            let cell = &cells[v as usize];
+            // A wrapped count goes back to the maximum: whatever the
+            // interleaving, the last write after a wrap is u32::MAX.
+            if cell.fetch_add(1, Relaxed) == u32::MAX {
+                cell.store(u32::MAX, Relaxed);
+            }
+        }
+    });
 }
 
 /// Cuts each member to the whole stripe rows that hold `total_pages`.
