@@ -158,6 +158,23 @@ def test_large_results_stream_in_chunks(serve, store):
     same(r.neighbors(ids), g.neighbors(ids))
 
 
+def test_small_reads_of_a_warm_store_equal_the_local_calls(serve, store):
+    """Once the store is warm, reads of a few vertices run on the server's
+    reactor instead of its blocking pool: same results, errors included."""
+    srv = serve(store, "--read-only")
+    r, g = srv.connect(), solidgraph.open(store)
+    end = time.monotonic() + 0.5  # the server rates warmth every 100 ms
+    while time.monotonic() < end:
+        r.neighbors(np.arange(0, N, 7))
+    for v in range(0, N, 3):
+        for d in ("out", "in"):
+            same(r.neighbors([v], d), g.neighbors([v], d))
+            same(r.degree([v, (v * 7) % N], d), g.degree([v, (v * 7) % N], d))
+    same(r.neighbors(np.arange(16), with_weights=True), g.neighbors(np.arange(16), with_weights=True))
+    with pytest.raises(solidgraph.InvalidArgumentError):
+        r.neighbors([N])
+
+
 def test_neighbor_loader_runs_over_the_remote_graph(serve, store):
     torch_mod = pytest.importorskip("solidgraph.torch")
     pytest.importorskip("torch")

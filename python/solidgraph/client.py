@@ -106,21 +106,95 @@ def _rows(rows: Any, dtype: str, dim: int, what: str) -> pb.Array:
     return pb.Array(dtype=dtype, shape=list(arr.shape), data=arr.tobytes())
 
 
-def _assemble(msgs: Iterator[pb.Arrays]) -> Dict[str, np.ndarray]:
-    """The named arrays of a streamed result: every chunk copied to its
-    offset, each array allocated once at its first chunk."""
+def _varint(b: memoryview, i: int) -> Tuple[int, int]:
+    """The varint at b[i:] and the index after it."""
+    v = shift = 0
+    while True:
+        if i >= len(b) or shift > 63:
+            raise CorruptionError("a result message ends inside a number")
+        x = b[i]
+        v |= (x & 0x7F) << shift
+        i += 1
+        if x < 0x80:
+            return v, i
+        shift += 7
+
+
+def _fields(b: memoryview) -> Iterator[Tuple[int, int, Any]]:
+    """(field number, wire type, value) of a protobuf message: an int for
+    varints, a memoryview of `b` (no copy) for length-delimited fields."""
+    i = 0
+    while i < len(b):
+        key, i = _varint(b, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            v, i = _varint(b, i)
+        elif wire == 2:
+            n, i = _varint(b, i)
+            if i + n > len(b):
+                raise CorruptionError(f"a result message field of {n} bytes runs past its end")
+            v, i = b[i : i + n], i + n
+        elif wire in (1, 5):
+            n = 8 if wire == 1 else 4
+            v, i = b[i : i + n], i + n
+        else:
+            raise CorruptionError(f"a result message has a field of wire type {wire}")
+        yield field, wire, v
+
+
+def _raw_chunks(raw: bytes) -> Iterator[Tuple[str, str, Tuple[int, ...], int, memoryview]]:
+    """The chunks of an encoded `Arrays` message (solidgraph.proto), their
+    data as views of `raw`: the reply is decoded without copying its bytes
+    (protobuf's classes copy every bytes field)."""
+    for field, wire, chunk in _fields(memoryview(raw)):
+        if field != 1 or wire != 2:
+            continue
+        name = dtype = ""
+        shape: list = []
+        offset = 0
+        data = memoryview(b"")
+        for f, w, v in _fields(chunk):
+            if f == 1 and w == 2:
+                name = str(v, "utf-8")
+            elif f == 2 and w == 2:
+                dtype = str(v, "ascii")
+            elif f == 3 and w == 2:  # packed
+                j = 0
+                while j < len(v):
+                    x, j = _varint(v, j)
+                    shape.append(x)
+            elif f == 3 and w == 0:
+                shape.append(v)
+            elif f == 4 and w == 0:
+                offset = v
+            elif f == 5 and w == 2:
+                data = v
+        yield name, dtype, tuple(shape), offset, data
+
+
+def _chunks(m: Union[bytes, pb.Arrays]) -> Iterator[Tuple[str, str, Tuple[int, ...], int, Any]]:
+    if isinstance(m, (bytes, bytearray, memoryview)):
+        return _raw_chunks(m)
+    return ((c.name, c.dtype, tuple(int(s) for s in c.shape), c.offset, c.data) for c in m.chunks)
+
+
+def _assemble(msgs: Iterator[Union[bytes, pb.Arrays]]) -> Dict[str, np.ndarray]:
+    """The named arrays of a streamed result (raw `Arrays` messages or
+    parsed ones): every chunk copied once, from the reply to its offset in
+    a writable array allocated at the array's first chunk (numpy arrays
+    over the immutable reply bytes would be read-only, which torch's
+    from_numpy warns about and the local Graph never returns)."""
     bufs: Dict[str, Tuple[bytearray, str, Tuple[int, ...]]] = {}
     for m in msgs:
-        for c in m.chunks:
-            if c.name not in bufs:
-                shape = tuple(int(s) for s in c.shape)
-                size = int(np.prod(shape, dtype=np.int64)) * np.dtype(c.dtype).itemsize
-                bufs[c.name] = (bytearray(size), c.dtype, shape)
-            buf = bufs[c.name][0]
-            end = c.offset + len(c.data)
+        for name, dtype, shape, offset, data in _chunks(m):
+            if name not in bufs:
+                size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+                bufs[name] = (bytearray(size), dtype, shape)
+            buf = bufs[name][0]
+            end = offset + len(data)
             if end > len(buf):
-                raise CorruptionError(f"result array {c.name!r}: a chunk ends at byte {end} of {len(buf)}")
-            buf[c.offset : end] = c.data
+                raise CorruptionError(f"result array {name!r}: a chunk ends at byte {end} of {len(buf)}")
+            buf[offset:end] = data
     return {name: np.frombuffer(b, dtype=np.dtype(dt).newbyteorder("<")).reshape(shape) for name, (b, dt, shape) in bufs.items()}
 
 
@@ -228,7 +302,8 @@ class RemoteGraph:
             service = "Updates" if name in _UPDATES else "Graph"
             self._calls[name] = channel.unary_unary(f"/solidgraph.v1.{service}/{name}", request_serializer=lambda m: m.SerializeToString(), response_deserializer=reply.FromString)
         for name in _STREAMS:
-            self._calls[name] = channel.unary_stream(f"/solidgraph.v1.Graph/{name}", request_serializer=lambda m: m.SerializeToString(), response_deserializer=pb.Arrays.FromString)
+            # Replies stay raw bytes: _assemble decodes them without copies.
+            self._calls[name] = channel.unary_stream(f"/solidgraph.v1.Graph/{name}", request_serializer=lambda m: m.SerializeToString(), response_deserializer=bytes)
         self._calls["UpdateGraph"] = channel.stream_unary(
             "/solidgraph.v1.Updates/UpdateGraph", request_serializer=lambda m: m.SerializeToString(), response_deserializer=pb.UpdateGraphReply.FromString
         )

@@ -54,6 +54,17 @@ impl Gate {
         res
     }
 
+    /// Runs `work` right here on the reactor, without a slot: only for a
+    /// small read of a warm store (a few ids, its pages almost surely
+    /// cached), where the hop to a blocking thread and back costs more
+    /// than the read.
+    pub fn run_inline<T>(&self, method: &'static str, work: impl FnOnce() -> Result<T, Status>) -> Result<T, Status> {
+        let start = Instant::now();
+        let res = work();
+        telemetry::request(method, res.as_ref().err().map(|s| s.code()), start.elapsed());
+        res
+    }
+
     async fn run_inner<T: Send + 'static>(&self, work: impl FnOnce() -> Result<T, Status> + Send + 'static) -> Result<T, Status> {
         let permit = {
             if self.queued.fetch_add(1, Ordering::Relaxed) >= self.limits.max_queued {

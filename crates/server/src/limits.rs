@@ -34,7 +34,7 @@ impl Default for Limits {
             max_concurrent: 64,
             max_queued: 4096,
             deadline: Duration::from_secs(300),
-            chunk_bytes: 4 << 20,
+            chunk_bytes: 16 << 20,
             max_graph_bytes: 1 << 30,
         }
     }

@@ -88,6 +88,7 @@ async fn run(opts: ServeOptions, tokens: Tokens) -> Result<(), String> {
         telemetry::install(m)?;
         tokio::spawn(telemetry::store_counters(stores.clone(), Duration::from_secs(1)));
     }
+    tokio::spawn(crate::stores::track_warmth(stores.clone(), Duration::from_millis(100)));
     let gate = Arc::new(Gate::new(opts.limits.clone()));
     let max = opts.limits.max_message_bytes;
 

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use solidgraph_store::{OpenOptions, Store, StoreError};
 use tonic::Status;
@@ -22,6 +24,38 @@ pub struct Stores {
 pub struct Served {
     pub store: Arc<Store>,
     pub writable: bool,
+    /// Whether the store's page cache has been missing on fewer than
+    /// 1 in `WARM_MISS_RATIO` lookups lately (see `track_warmth`): then a
+    /// small read almost surely does no I/O and runs on the reactor.
+    pub warm: AtomicBool,
+}
+
+/// Most misses per lookup for a store to count as warm: 1 in this many.
+const WARM_MISS_RATIO: u64 = 1000;
+
+impl Served {
+    pub fn is_warm(&self) -> bool {
+        self.warm.load(Ordering::Relaxed)
+    }
+}
+
+/// Updates every store's `warm` flag every `every` from its page cache's
+/// hits and misses over that interval; an interval without lookups keeps
+/// the flag. Stores start cold, so a fresh server's first reads go to the
+/// blocking pool.
+pub async fn track_warmth(stores: Arc<Stores>, every: Duration) {
+    let mut last: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    loop {
+        for (name, s) in stores.all() {
+            let c = s.store.stats().cache;
+            let (h0, m0) = last.insert(name, (c.hits, c.misses)).unwrap_or((c.hits, c.misses));
+            let (hits, misses) = (c.hits.saturating_sub(h0), c.misses.saturating_sub(m0));
+            if hits + misses > 0 {
+                s.warm.store(misses.saturating_mul(WARM_MISS_RATIO) < hits + misses, Ordering::Relaxed);
+            }
+        }
+        tokio::time::sleep(every).await;
+    }
 }
 
 impl Stores {
@@ -63,7 +97,7 @@ impl Stores {
         if map.contains_key(name) {
             return Err(StoreError::Invalid(format!("{}: another served store is also named {name:?}", path.display())));
         }
-        let served = Arc::new(Served { store: Arc::new(Store::open(path, &self.opts)?), writable: self.opts.writable });
+        let served = Arc::new(Served { store: Arc::new(Store::open(path, &self.opts)?), writable: self.opts.writable, warm: AtomicBool::new(false) });
         map.insert(name.to_string(), served.clone());
         Ok(served)
     }

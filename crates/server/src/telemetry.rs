@@ -27,8 +27,31 @@ pub fn install(addr: SocketAddr) -> Result<(), String> {
         .map_err(|e| format!("metrics on {addr}: {e}"))
 }
 
+/// A code's name as a static label (no allocation per request).
+fn code_name(c: Code) -> &'static str {
+    match c {
+        Code::Ok => "Ok",
+        Code::Cancelled => "Cancelled",
+        Code::Unknown => "Unknown",
+        Code::InvalidArgument => "InvalidArgument",
+        Code::DeadlineExceeded => "DeadlineExceeded",
+        Code::NotFound => "NotFound",
+        Code::AlreadyExists => "AlreadyExists",
+        Code::PermissionDenied => "PermissionDenied",
+        Code::ResourceExhausted => "ResourceExhausted",
+        Code::FailedPrecondition => "FailedPrecondition",
+        Code::Aborted => "Aborted",
+        Code::OutOfRange => "OutOfRange",
+        Code::Unimplemented => "Unimplemented",
+        Code::Internal => "Internal",
+        Code::Unavailable => "Unavailable",
+        Code::DataLoss => "DataLoss",
+        Code::Unauthenticated => "Unauthenticated",
+    }
+}
+
 pub fn request(method: &'static str, code: Option<Code>, took: Duration) {
-    let code = format!("{:?}", code.unwrap_or(Code::Ok));
+    let code = code_name(code.unwrap_or(Code::Ok));
     counter!("solidgraph_requests_total", "method" => method, "code" => code).increment(1);
     histogram!("solidgraph_request_seconds", "method" => method).record(took.as_secs_f64());
 }
