@@ -301,10 +301,13 @@ pub struct BudgetPlan {
 /// Splits `budget` between the loader's buffers and the store's caches.
 /// The buffers need at least room for the two batches handed out, one
 /// drawn and one gathered (at their most); below that plus the smallest
-/// page cache the budget is refused. Of the rest, up to half goes to the
+/// page cache the budget is refused. Of the rest, a quarter goes to the
 /// buffers (no more than `cfg`'s prefetch and lookahead can hold) and the
 /// caches get the remainder: three quarters to the row cache when rows are
-/// gathered (hot rows share pages with cold ones), the rest to pages.
+/// gathered (hot rows share pages with cold ones), the rest to pages. The
+/// cap counts batches at their real sizes, usually a fraction of their
+/// most, so even the smallest cap holds most of the lookahead and
+/// prefetch, while every byte of cache saves reads.
 pub fn plan_budget(budget: u64, shape: &BatchShape, cfg: &PrefetchOptions) -> Result<BudgetPlan> {
     let full = loader_memory(shape, &PrefetchOptions { buffer_bytes: None, ..cfg.clone() })?;
     let (n, e) = shape.most()?;
@@ -322,7 +325,7 @@ pub fn plan_budget(budget: u64, shape: &BatchShape, cfg: &PrefetchOptions) -> Re
             MIN_PAGE_CACHE >> 20
         )));
     }
-    let buffers = (least + (budget - minimum) / 2).min(full.buffers).max(least);
+    let buffers = (least + (budget - minimum) / 4).min(full.buffers).max(least);
     let cap = buffers - pass;
     let memory = loader_memory(shape, &PrefetchOptions { buffer_bytes: Some(cap), ..cfg.clone() })?;
     let caches = budget - memory.total();
