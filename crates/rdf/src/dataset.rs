@@ -3,13 +3,20 @@
 //! not in the dictionary (query constants, BIND results) get ids in a
 //! per-query side table, with the top bit set so they never equal a
 //! dictionary id (and match no stored quad).
+//!
+//! Result terms of a SELECT are decoded in batches: spareval asks for one
+//! term at a time (`externalize_term`), so in that mode it gets a
+//! placeholder IRI naming the id, and the query's row iterator replaces the
+//! placeholders of 1024 rows with one batched dictionary call
+//! ([`Decoder`]). Expressions (FILTER, ORDER BY, aggregates) get real terms.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::{Arc, RwLock};
 
 use oxrdf::Term;
 use rustc_hash::FxHashMap;
-use spareval::{CancellationToken, InternalQuad, QueryableDataset};
+use spareval::{CancellationToken, ExpressionTerm, InternalQuad, QueryableDataset};
 use spargebra::algebra::PropertyPathExpression;
 use std::time::Duration;
 
@@ -25,7 +32,9 @@ pub const SIDE: u64 = 1 << 63;
 pub struct QueryData {
     pub snap: Snapshot,
     pub dict: Arc<RwLock<Dict>>,
-    side: RefCell<SideTable>,
+    side: Rc<RefCell<SideTable>>,
+    /// Set: `externalize_term` returns placeholders with this prefix.
+    placeholders: Option<Rc<str>>,
     /// Property paths the query's rewrite replaced, by the side id of the
     /// IRI that stands for each (see `path::rewrite`).
     paths: FxHashMap<u64, Path>,
@@ -41,7 +50,7 @@ struct SideTable {
 
 impl QueryData {
     pub fn new(snap: Snapshot, dict: Arc<RwLock<Dict>>) -> QueryData {
-        QueryData { snap, dict, side: RefCell::default(), paths: FxHashMap::default(), cancel: CancellationToken::new(), timeout: None }
+        QueryData { snap, dict, side: Rc::default(), placeholders: None, paths: FxHashMap::default(), cancel: CancellationToken::new(), timeout: None }
     }
 
     /// Registers the paths `path::rewrite` took out of the query: path `i`
@@ -97,30 +106,22 @@ impl QueryData {
         Ok(out)
     }
 
+    /// Makes `externalize_term` return placeholders, decoded later in
+    /// batches by the returned [`Decoder`].
+    pub fn defer_terms(&mut self, prefix: &str) -> Decoder {
+        let prefix: Rc<str> = Rc::from(prefix);
+        self.placeholders = Some(prefix.clone());
+        Decoder { dict: self.dict.clone(), side: self.side.clone(), prefix }
+    }
+
     /// Decodes the ids `ids` (side ids too); the dictionary's pages for
     /// all of them are read in one batch.
     pub fn terms(&self, ids: &[u64]) -> Result<Vec<Option<Term>>> {
-        let mut out: Vec<Option<Term>> = vec![None; ids.len()];
-        let mut dict_ids = Vec::new();
-        let mut at = Vec::new();
-        {
-            let side = self.side.borrow();
-            for (i, &id) in ids.iter().enumerate() {
-                if id & SIDE != 0 {
-                    let t = side.terms.get((id & !SIDE) as usize).cloned();
-                    out[i] = Some(t.ok_or_else(|| RdfError::Evaluation(format!("unknown side term {id}")))?);
-                } else {
-                    dict_ids.push(id);
-                    at.push(i);
-                }
-            }
-        }
-        solidgraph_store_read(&self.dict).terms(&dict_ids, &mut |k, b| {
-            let t = term::decode(b).map_err(|e| RdfError::Evaluation(format!("term {}: {e}", dict_ids[k])))?;
-            out[at[k]] = Some(t);
-            Ok(())
-        })?;
-        Ok(out)
+        decode(&self.dict, &self.side, ids)
+    }
+
+    fn term(&self, id: u64) -> Result<Term> {
+        self.terms(&[id])?.pop().flatten().ok_or_else(|| RdfError::Evaluation(format!("no term with id {id}")))
     }
 
     /// The id of `t`: its dictionary id, else a side id.
@@ -137,6 +138,71 @@ impl QueryData {
         side.terms.push(t.clone());
         side.ids.insert(b, id);
         Ok(id)
+    }
+}
+
+/// Decodes `ids` (side ids from `side`); the dictionary's pages for all
+/// of them are read in one batch.
+fn decode(dict: &RwLock<Dict>, side: &RefCell<SideTable>, ids: &[u64]) -> Result<Vec<Option<Term>>> {
+    let mut out: Vec<Option<Term>> = vec![None; ids.len()];
+    let mut dict_ids = Vec::new();
+    let mut at = Vec::new();
+    {
+        let side = side.borrow();
+        for (i, &id) in ids.iter().enumerate() {
+            if id & SIDE != 0 {
+                let t = side.terms.get((id & !SIDE) as usize).cloned();
+                out[i] = Some(t.ok_or_else(|| RdfError::Evaluation(format!("unknown side term {id}")))?);
+            } else {
+                dict_ids.push(id);
+                at.push(i);
+            }
+        }
+    }
+    solidgraph_store_read(dict).terms(&dict_ids, &mut |k, b| {
+        let t = term::decode(b).map_err(|e| RdfError::Evaluation(format!("term {}: {e}", dict_ids[k])))?;
+        out[at[k]] = Some(t);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Decodes the placeholders a deferred query's rows hold (see the module
+/// comment), many rows at a time.
+pub struct Decoder {
+    dict: Arc<RwLock<Dict>>,
+    side: Rc<RefCell<SideTable>>,
+    prefix: Rc<str>,
+}
+
+impl Decoder {
+    /// Replaces every placeholder in `rows` by its term: one batched
+    /// dictionary call for all of them.
+    pub fn decode_rows(&self, rows: &mut [Vec<Option<Term>>]) -> Result<()> {
+        let mut ids = Vec::new();
+        for t in rows.iter().flatten().flatten() {
+            if let Some(id) = self.id_of(t) {
+                ids.push(id);
+            }
+        }
+        if ids.is_empty() {
+            return Ok(());
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        let terms = decode(&self.dict, &self.side, &ids)?;
+        for t in rows.iter_mut().flatten().flatten() {
+            if let Some(id) = self.id_of(t) {
+                let k = ids.binary_search(&id).map_err(|_| RdfError::Evaluation(format!("no term with id {id}")))?;
+                *t = terms[k].clone().ok_or_else(|| RdfError::Evaluation(format!("no term with id {id}")))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn id_of(&self, t: &Term) -> Option<u64> {
+        let Term::NamedNode(n) = t else { return None };
+        u64::from_str_radix(n.as_str().strip_prefix(&*self.prefix)?, 16).ok()
     }
 }
 
@@ -189,6 +255,13 @@ impl QueryableDataset<'static> for QueryData {
     }
 
     fn externalize_term(&self, id: u64) -> Result<Term> {
-        self.terms(&[id])?.pop().flatten().ok_or_else(|| RdfError::Evaluation(format!("no term with id {id}")))
+        match &self.placeholders {
+            Some(prefix) => Ok(Term::NamedNode(oxrdf::NamedNode::new_unchecked(format!("{prefix}{id:x}")))),
+            None => self.term(id),
+        }
+    }
+
+    fn externalize_expression_term(&self, id: u64) -> Result<ExpressionTerm> {
+        Ok(self.term(id)?.into())
     }
 }

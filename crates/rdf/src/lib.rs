@@ -28,6 +28,7 @@ mod meta;
 mod path;
 mod query;
 mod results;
+mod sort;
 mod state;
 mod store;
 mod term;

@@ -2,12 +2,16 @@
 //! and the bulk load: terms into a new dictionary, quads as labelled edges
 //! into the page store's external-memory import (sorted runs within the
 //! memory budget), all built in `<store>.partial-<pid>` and renamed into
-//! place, so a failed load leaves nothing.
+//! place, so a failed load (or a killed one) leaves no store at the path.
+//! Quads are de-duplicated by external sort (`sort.rs`) within the memory
+//! budget. With `progress`, a bar on stderr follows the input bytes, then
+//! the page store's import phases.
 
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use indicatif::{ProgressBar, ProgressStyle};
 use oxrdf::{GraphName, Quad, Term};
 use oxrdfio::{RdfFormat, RdfParseError, RdfParser};
 use rustc_hash::FxHashMap;
@@ -17,6 +21,7 @@ use crate::dict::{Dict, MAX_TERM};
 use crate::error::{RdfError, Result, io_err};
 use crate::meta::{MAX_PAIRS, Meta, sync_dir};
 use crate::results::rdf_format;
+use crate::sort::QuadSorter;
 use crate::{LoadOptions, LoadReport, term};
 
 /// The format of `file`: the option, else its extension.
@@ -32,8 +37,24 @@ fn format_of(file: &Path, o: &LoadOptions) -> Result<RdfFormat> {
     }
 }
 
-/// Reads every quad of `files`, in order, into `f`; returns (quads, skipped).
-pub fn read_files(files: &[PathBuf], o: &LoadOptions, mut f: impl FnMut(Quad) -> Result<()>) -> Result<(u64, u64)> {
+/// A bar over the input files' bytes on stderr when `o.progress`, else
+/// a hidden one.
+pub fn progress_bar(files: &[PathBuf], o: &LoadOptions) -> ProgressBar {
+    if !o.progress {
+        return ProgressBar::hidden();
+    }
+    let total = files.iter().map(|f| std::fs::metadata(f).map_or(0, |m| m.len())).sum();
+    let pb = ProgressBar::new(total);
+    pb.set_style(
+        ProgressStyle::with_template("{msg:>12} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}").expect("static template").progress_chars("=> "),
+    );
+    pb.set_message("parse");
+    pb
+}
+
+/// Reads every quad of `files`, in order, into `f`; returns (quads,
+/// skipped). `bar` advances by the bytes read.
+pub fn read_files(files: &[PathBuf], o: &LoadOptions, bar: &ProgressBar, mut f: impl FnMut(Quad) -> Result<()>) -> Result<(u64, u64)> {
     let (mut quads, mut skipped) = (0u64, 0u64);
     for file in files {
         let format = format_of(file, o)?;
@@ -49,7 +70,7 @@ pub fn read_files(files: &[PathBuf], o: &LoadOptions, mut f: impl FnMut(Quad) ->
         if let Some(g) = &o.to_graph {
             p = p.with_default_graph(GraphName::from(g.clone()));
         }
-        let reader = BufReader::with_capacity(1 << 20, std::fs::File::open(file).map_err(io_err(file))?);
+        let reader = BufReader::with_capacity(1 << 20, bar.wrap_read(std::fs::File::open(file).map_err(io_err(file))?));
         // One bad statement may raise several errors; count lines, not errors.
         let mut last_bad_line = 0;
         for q in p.for_reader(reader) {
@@ -97,7 +118,15 @@ pub type QuadSource<'a> = dyn FnMut(&mut dyn FnMut([u64; 4]) -> Result<()>) -> R
 /// the caller has written to `dict.<gen>`: when there are quads,
 /// `quads.<gen>/` from the edges file, then `rdf.meta` (the commit).
 /// `quads`: distinct (s, p, o, g) id quads, in any order, via `each`.
-pub fn write_generation(dir: &Path, generation: u64, terms: u64, memory_budget: u64, each: &mut QuadSource) -> Result<Meta> {
+/// `progress` follows the page store's import.
+pub fn write_generation(
+    dir: &Path,
+    generation: u64,
+    terms: u64,
+    memory_budget: u64,
+    each: &mut QuadSource,
+    progress: &(dyn Fn(&str, u64, u64) + Sync),
+) -> Result<Meta> {
     let edges_path = dir.join(format!("edges.{generation}.tmp"));
     let mut pairs: FxHashMap<(u64, u64), u32> = FxHashMap::default();
     let mut pair_list: Vec<(u64, u64)> = Vec::new();
@@ -135,7 +164,7 @@ pub fn write_generation(dir: &Path, generation: u64, terms: u64, memory_budget: 
         let _ = std::fs::remove_dir_all(meta.quads_path(dir));
         let o = ImportOptions { labels: true, in_edges: true, num_nodes: Some(terms + 1), memory_budget, ..ImportOptions::default() };
         let input = [EdgeInput::File(edges_path.clone())];
-        solidgraph_store::import(&meta.quads_path(dir), &input, &[], &o, &|_, _, _| {})?;
+        solidgraph_store::import(&meta.quads_path(dir), &input, &[], &o, progress)?;
     }
     std::fs::remove_file(&edges_path).map_err(io_err(&edges_path))?;
     meta.write(dir)?;
@@ -148,6 +177,7 @@ pub fn bulk_load(path: &Path, files: &[PathBuf], o: &LoadOptions) -> Result<Load
     if path.exists() {
         return Err(RdfError::Invalid(format!("{} already exists; bulk_load builds a new store (load adds to an open one)", path.display())));
     }
+    remove_dead_partials(path);
     let mut partial = path.as_os_str().to_owned();
     partial.push(format!(".partial-{}", std::process::id()));
     let partial = PathBuf::from(partial);
@@ -169,41 +199,62 @@ pub fn bulk_load(path: &Path, files: &[PathBuf], o: &LoadOptions) -> Result<Load
     }
 }
 
+/// Removes `<path>.partial-<pid>` directories of loads whose process is
+/// gone (killed mid-load). Where `/proc` is missing nothing is removed.
+fn remove_dead_partials(path: &Path) {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else { return };
+    let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    let prefix = format!("{name}.partial-");
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(pid) = file.to_str().and_then(|f| f.strip_prefix(&prefix)).and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 fn build(dir: &Path, files: &[PathBuf], o: &LoadOptions) -> Result<LoadReport> {
+    let bar = progress_bar(files, o);
     let mut dict = Dict::default();
-    // Quads as ids in a temporary file, then sorted and de-duplicated in memory
-    // (32 bytes a quad); the page-store import sorts the edges externally.
-    let ids_path = dir.join("quads.ids.tmp");
-    let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(&ids_path).map_err(io_err(&ids_path))?);
-    let (quads, skipped) = read_files(files, o, |q| {
+    // Half the budget for the quads' sort buffer; the dictionary's build
+    // tables take the rest.
+    let mut sorter = QuadSorter::new(dir, o.memory_budget / 2);
+    let (quads, skipped) = read_files(files, o, &bar, |q| {
         let b = quad_bytes(&q)?;
         let g = if b[3].is_empty() { 0 } else { dict.intern_mem(&b[3]) };
-        let ids = [dict.intern_mem(&b[0]), dict.intern_mem(&b[1]), dict.intern_mem(&b[2]), g];
-        for x in ids {
-            w.write_all(&x.to_le_bytes()).map_err(io_err(&ids_path))?;
-        }
-        Ok(())
+        sorter.push([dict.intern_mem(&b[0]), dict.intern_mem(&b[1]), dict.intern_mem(&b[2]), g])
     })?;
-    w.flush().map_err(io_err(&ids_path))?;
-    drop(w);
-    // The dictionary is written and dropped before the quads are sorted.
+    // The dictionary is written and dropped before the quads are merged.
+    bar.set_message("dictionary");
     let terms = dict.len();
     dict.write(&Meta { generation: 1, ..Meta::default() }.dict_path(dir))?;
     drop(dict);
-    let mut all = read_ids(&ids_path)?;
-    std::fs::remove_file(&ids_path).map_err(io_err(&ids_path))?;
-    all.sort_unstable();
-    all.dedup();
-    write_generation(dir, 1, terms, o.memory_budget, &mut |f| {
-        for &q in &all {
-            f(q)?;
-        }
-        Ok(())
-    })?;
+    bar.set_message("dedup");
+    let mut sorter = Some(sorter);
+    let progress = |phase: &str, done: u64, total: u64| {
+        bar.set_message(phase.to_string());
+        bar.set_length(total);
+        bar.set_position(done);
+    };
+    if o.progress {
+        bar.set_style(ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} {per_sec} eta {eta}").expect("static template").progress_chars("=> "));
+    }
+    write_generation(
+        dir,
+        1,
+        terms,
+        o.memory_budget,
+        &mut |f| match sorter.take() {
+            Some(s) => s.finish(f).map(|_| ()),
+            None => Ok(()),
+        },
+        &progress,
+    )?;
+    bar.finish_and_clear();
     Ok(LoadReport { quads, skipped, terms, seconds: 0.0 })
-}
-
-fn read_ids(path: &Path) -> Result<Vec<[u64; 4]>> {
-    let b = std::fs::read(path).map_err(io_err(path))?;
-    Ok(b.chunks_exact(32).map(|c| std::array::from_fn(|i| u64::from_le_bytes(c[i * 8..i * 8 + 8].try_into().expect("8")))).collect())
 }

@@ -2,6 +2,7 @@
 //! [`QueryData`], rows mapped to the public [`QueryOutput`] with the
 //! timeout and result limit applied.
 
+use std::collections::VecDeque;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::mpsc;
@@ -10,10 +11,56 @@ use std::time::Duration;
 use spareval::{CancellationToken, QueryEvaluationError, QueryEvaluator, QueryResults};
 use spargebra::SparqlParser;
 
+use crate::dataset::Decoder;
 use crate::dataset::QueryData;
 use crate::error::{RdfError, Result};
 use crate::path;
-use crate::{QueryOptions, QueryOutput};
+use crate::{QueryOptions, QueryOutput, SolutionRows};
+
+/// Rows decoded per batched dictionary call.
+const DECODE_ROWS: usize = 1024;
+
+/// A SELECT's rows with their terms decoded [`DECODE_ROWS`] rows at a time.
+struct Batched {
+    rows: SolutionRows,
+    decoder: Decoder,
+    ready: VecDeque<Result<Vec<Option<oxrdf::Term>>>>,
+    failed: bool,
+}
+
+impl Iterator for Batched {
+    type Item = Result<Vec<Option<oxrdf::Term>>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.ready.is_empty() && !self.failed {
+            let mut batch = Vec::new();
+            let mut error = None;
+            for r in self.rows.by_ref() {
+                match r {
+                    Ok(row) => batch.push(row),
+                    Err(e) => {
+                        error = Some(e);
+                        break;
+                    }
+                }
+                if batch.len() == DECODE_ROWS {
+                    break;
+                }
+            }
+            // An error ends the rows: what came before it is still returned.
+            self.failed = error.is_some();
+            match self.decoder.decode_rows(&mut batch) {
+                Ok(()) => self.ready.extend(batch.into_iter().map(Ok)),
+                Err(e) => {
+                    self.failed = true;
+                    error = Some(e);
+                }
+            }
+            self.ready.extend(error.map(Err));
+        }
+        self.ready.pop_front()
+    }
+}
 
 /// Parses `sparql` as a query, with `base` for relative IRIs.
 pub fn parse(sparql: &str, base: Option<&str>) -> Result<spargebra::Query> {
@@ -77,6 +124,12 @@ pub fn run(query: &spargebra::Query, mut data: QueryData, o: &QueryOptions) -> R
         let paths = path::rewrite(&mut query, &prefix);
         data.set_paths(&prefix, &paths, token.clone(), o.timeout)?;
     }
+    // A SERVICE name is externalized by spareval for its own use: no
+    // placeholders then.
+    let decoder = (matches!(query, spargebra::Query::Select { .. }) && !query.to_string().contains("SERVICE")).then(|| {
+        let prefix = format!("urn:x-solidgraph-id:{:016x}:", RandomState::new().build_hasher().finish());
+        data.defer_terms(&prefix)
+    });
     let query = &query;
     let evaluator = QueryEvaluator::new().with_cancellation_token(token);
     let mut prepared = evaluator.prepare(query);
@@ -98,7 +151,11 @@ pub fn run(query: &spargebra::Query, mut data: QueryData, o: &QueryOptions) -> R
                 }
                 Ok(sol.values().to_vec())
             });
-            QueryOutput::Solutions { variables, rows: Box::new(rows) }
+            let rows: SolutionRows = match decoder {
+                Some(decoder) => Box::new(Batched { rows: Box::new(rows), decoder, ready: VecDeque::new(), failed: false }),
+                None => Box::new(rows),
+            };
+            QueryOutput::Solutions { variables, rows }
         }
         QueryResults::Graph(iter) => {
             let mut n = 0u64;

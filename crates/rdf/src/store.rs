@@ -147,7 +147,8 @@ impl RdfStore {
     pub fn load(&self, files: &[PathBuf], o: &LoadOptions) -> Result<LoadReport> {
         let start = std::time::Instant::now();
         let mut quads = Vec::new();
-        let (n, skipped) = load::read_files(files, o, |q| {
+        let bar = load::progress_bar(files, o);
+        let (n, skipped) = load::read_files(files, o, &bar, |q| {
             quads.push(q);
             Ok(())
         })?;
@@ -274,12 +275,19 @@ impl RdfStore {
         let dir = &self.inner.dir;
         let next = Meta { generation: old.generation + 1, ..Meta::default() };
         dict.write(&next.dict_path(dir))?;
-        let meta = load::write_generation(dir, next.generation, dict.len(), 1 << 30, &mut |f| {
-            for q in snap.find(None, None, None, GraphSel::All)? {
-                f(q)?;
-            }
-            Ok(())
-        })?;
+        let meta = load::write_generation(
+            dir,
+            next.generation,
+            dict.len(),
+            1 << 30,
+            &mut |f| {
+                for q in snap.find(None, None, None, GraphSel::All)? {
+                    f(q)?;
+                }
+                Ok(())
+            },
+            &|_, _, _| {},
+        )?;
         wal.reset()?;
         let base = Arc::new(open_base(dir, &meta, &self.inner.opts)?);
         let fresh = Dict::open(&meta.dict_path(dir), self.inner.opts.dict_cache_bytes)?;

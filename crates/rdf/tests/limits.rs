@@ -1,6 +1,7 @@
 //! A query's timeout and result limit end it cleanly with their errors; a
 //! writer killed with SIGKILL in the middle of updates loses no update it
-//! acknowledged, and the store opens and answers afterwards.
+//! acknowledged, and the store opens and answers afterwards; a bulk load
+//! killed with SIGKILL leaves no store, and the next load works.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -128,4 +129,75 @@ fn kill_during_updates_loses_no_acknowledged_update() {
     // It takes updates and compacts again.
     store.update("INSERT DATA { <http://ex/x> <http://ex/q> \"after\" }", &QueryOptions::default()).unwrap();
     store.compact().unwrap();
+}
+
+const LOAD_CHILD: &str = "SOLIDGRAPH_RDF_LOAD_CHILD";
+
+/// Run as a child of `kill_during_bulk_load`: bulk-loads `<dir>/d.nt` into
+/// `<dir>/s` with a small memory budget (several sorted runs).
+#[test]
+fn load_child() {
+    let Ok(dir) = std::env::var(LOAD_CHILD) else { return };
+    let dir = Path::new(&dir);
+    let o = LoadOptions { memory_budget: 16 << 20, ..Default::default() };
+    RdfStore::bulk_load(&dir.join("s"), &[dir.join("d.nt")], &o).unwrap();
+}
+
+#[test]
+fn kill_during_bulk_load_leaves_no_store_and_a_later_load_works() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 400_000u64;
+    let mut text = String::with_capacity(n as usize * 60);
+    for i in 0..n {
+        // Every tenth triple twice: the de-duplication has work to do.
+        let line = format!("<http://ex/s{}> <http://ex/p{}> <http://ex/o{}> .\n", i % 50_000, i % 7, i / 3);
+        text.push_str(&line);
+        if i % 10 == 0 {
+            text.push_str(&line);
+        }
+    }
+    std::fs::write(tmp.path().join("d.nt"), text).unwrap();
+    let store_path = tmp.path().join("s");
+    let partials = || std::fs::read_dir(tmp.path()).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("s.partial-")).count();
+    let mut killed_mid_load = 0;
+    for delay_ms in [0u64, 40, 150, 400] {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "load_child", "--nocapture", "--test-threads", "1"])
+            .env(LOAD_CHILD, tmp.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait until the load has begun (its partial directory exists), then a while.
+        let t0 = Instant::now();
+        while partials() == 0 && child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let finished = child.try_wait().unwrap().is_some();
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        if finished || store_path.exists() {
+            // The load won the race: the store is whole.
+            let s = RdfStore::open(&store_path, &OpenOptions::default()).unwrap();
+            assert_eq!(s.info().unwrap().quads, n);
+            drop(s);
+            std::fs::remove_dir_all(&store_path).unwrap();
+            continue;
+        }
+        killed_mid_load += 1;
+        assert!(RdfStore::open(&store_path, &OpenOptions::default()).is_err(), "no store after a killed load");
+    }
+    assert!(killed_mid_load > 0, "no kill landed during a load");
+    assert!(partials() > 0, "a killed load leaves its partial directory");
+    // A later load removes the dead loads' partial directories and builds the store.
+    let r = RdfStore::bulk_load(&store_path, &[tmp.path().join("d.nt")], &LoadOptions { memory_budget: 16 << 20, ..Default::default() }).unwrap();
+    assert_eq!(r.quads, n + n / 10);
+    assert_eq!(partials(), 0);
+    let s = RdfStore::open(&store_path, &OpenOptions::default()).unwrap();
+    assert_eq!(s.info().unwrap().quads, n);
+    let QueryOutput::Solutions { rows, .. } = s.query("SELECT (COUNT(*) AS ?c) WHERE { <http://ex/s7> ?p ?o }", &QueryOptions::default()).unwrap() else {
+        panic!("SELECT")
+    };
+    let c = rows.map(|r| r.unwrap()[0].clone().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(c, vec![format!("\"{}\"^^<http://www.w3.org/2001/XMLSchema#integer>", n / 50_000)]);
 }
