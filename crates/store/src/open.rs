@@ -208,7 +208,10 @@ impl Store {
     fn recover(&mut self, opts: &OpenOptions) -> Result<()> {
         let base = self.base();
         let records = if opts.writable {
-            let (w, records) = Writer::open(self.path(), &base, opts.delta_budget)?;
+            let (mut w, records) = Writer::open(self.path(), &base, opts.delta_budget)?;
+            if let BackendChoice::Sim(disk) = &opts.backend {
+                w.wal.sim = Some(disk.clone());
+            }
             self.writer = Some(w);
             records
         } else {

@@ -31,7 +31,7 @@ impl Store {
     /// wait and readers do not).
     fn commit(&self, w: &Writer, op: Op, edges_added: i64, durable: bool) -> Result<u64> {
         w.check_usable()?;
-        let lsn = w.wal.append(&record(edges_added, &op))?;
+        let lsn = w.wal.append(&record(edges_added, &op)).inspect_err(|e| w.set_broken(format!("a log append failed: {e}")))?;
         let shape = Shape::of(&self.base().sb);
         let apply = || {
             let mut d = self.delta.write_locked();
@@ -51,7 +51,11 @@ impl Store {
             let bytes = apply();
             (bytes, if durable { w.wal.sync_to(lsn) } else { Ok(()) })
         };
-        synced?;
+        // After a failed fdatasync the kernel may have dropped the record's
+        // pages and reports success to the next sync (the error is not
+        // sticky): later batches acknowledged as durable could then follow
+        // a hole in the log. So no write is taken until reopen.
+        synced.inspect_err(|e| w.set_broken(format!("a log sync failed: {e}")))?;
         if w.delta_budget > 0 && bytes as u64 > w.delta_budget {
             // The batch is logged (and durable if asked): a failed merge
             // does not undo it. The next write over budget tries again, and
@@ -72,7 +76,7 @@ impl Store {
     /// Makes every appended update durable.
     pub fn flush(&self) -> Result<()> {
         let w = self.writer()?;
-        w.wal.sync_to(w.wal.appended_lsn())
+        w.wal.sync_to(w.wal.appended_lsn()).inspect_err(|e| w.set_broken(format!("a log sync failed: {e}")))
     }
 
     fn check_live(&self, ids: &[u64], what: &str) -> Result<()> {

@@ -21,9 +21,10 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
+use solidgraph_io::SimDisk;
 use solidgraph_io::sync::MutexExt;
 
 use crate::error::{Result, StoreError, file_err};
@@ -155,6 +156,9 @@ pub struct Wal {
     /// Syncs of the log file since open (group commit makes this fewer
     /// than the durable batches).
     syncs: AtomicU64,
+    /// A simulated disk whose faults this file's appends and syncs take,
+    /// when the store is on one and its faults name the log (tests).
+    pub(crate) sim: Option<Arc<SimDisk>>,
 }
 
 impl Wal {
@@ -179,6 +183,7 @@ impl Wal {
             durable: Mutex::new(last),
             syncing: Mutex::new(()),
             syncs: AtomicU64::new(0),
+            sim: None,
         };
         let pending = past_checkpoint(rec.records, checkpoint, path)?;
         Ok((wal, pending))
@@ -205,7 +210,7 @@ impl Wal {
         let lsn = t.next_lsn;
         let mut buf = Vec::with_capacity(HEADER + payload.len());
         encode(lsn, payload, &mut buf);
-        if let Err(e) = t.file.write_all(&buf) {
+        if let Err(e) = self.injected(true).and_then(|()| t.file.write_all(&buf)) {
             // Leave no partial record behind for later appends to follow.
             let end = t.end;
             let _ = t.file.set_len(end);
@@ -233,10 +238,18 @@ impl Wal {
                 let t = self.tail.locked();
                 (t.file.try_clone().map_err(file_err(&self.path))?, t.appended_lsn)
             };
-            file.sync_data().map_err(file_err(&self.path))?;
+            self.injected(false).and_then(|()| file.sync_data()).map_err(file_err(&self.path))?;
             self.syncs.fetch_add(1, Ordering::Relaxed);
             let mut d = self.durable.locked();
             *d = (*d).max(upto);
+        }
+    }
+
+    /// The simulated disk's fault for this append (or sync), if any.
+    fn injected(&self, write: bool) -> std::io::Result<()> {
+        match &self.sim {
+            Some(d) if d.faults_log_file() => d.file_op(write),
+            _ => Ok(()),
         }
     }
 

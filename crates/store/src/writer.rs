@@ -47,7 +47,7 @@ impl Writer {
             Some(why) => Err(StoreError::Io(solidgraph_io::IoError::Os {
                 path: self.wal.path().parent().unwrap_or(self.wal.path()).to_path_buf(),
                 source: std::io::Error::other(format!(
-                    "a merge or tensor add failed while committing ({why}); the store takes no more updates or merges until it is reopened (reopening recovers every acknowledged update)"
+                    "a write failed while committing ({why}); the store takes no more updates or merges until it is reopened (reopening recovers every acknowledged update)"
                 )),
             })),
         }

@@ -83,6 +83,10 @@ pub struct Faults {
     pub flip_at: Option<(u64, usize, u8)>,
     /// Operations with this number and later fail: the power is cut.
     pub power_cut_at: Option<u64>,
+    /// The store's log file (a real file beside the simulated members)
+    /// counts its appends and syncs as operations of this disk and takes
+    /// its faults (see `SimDisk::file_op`).
+    pub log_file: bool,
 }
 
 struct Member {
@@ -207,6 +211,20 @@ impl SimDisk {
         let m = &mut s.members[member];
         m.now[byte as usize] ^= 1 << (bit % 8);
         m.durable[byte as usize] ^= 1 << (bit % 8);
+    }
+
+    /// Whether the log file's operations take this disk's faults.
+    pub fn faults_log_file(&self) -> bool {
+        self.state.locked().faults.log_file
+    }
+
+    /// One operation (a write, else a sync) on a real file that shares
+    /// this disk's operation count and faults (the store's log): the
+    /// injected error, if any; the caller does the real I/O only on Ok. A
+    /// failed file write never lands.
+    pub fn file_op(&self, write: bool) -> std::io::Result<()> {
+        let mut st = self.state.locked();
+        Self::begin(&mut st, if write { OpKind::Write } else { OpKind::Sync }).map(|_| ()).map_err(Fault::io_error)
     }
 
     /// Starts an operation: counts it and applies the op-numbered faults.
