@@ -120,7 +120,7 @@ fn reader(s: &Store, versions: &Versions, seed: u64) -> u64 {
                 versions.find(lo, versions.len(), |m| rows_match(m, &ids, &rows))
             }
             3 => {
-                let (dir, fanouts) = if rnd(&mut rng) % 2 == 0 { (Direction::In, vec![3, 2]) } else { (Direction::Out, vec![4, 3]) };
+                let (dir, fanouts) = if rnd(&mut rng).is_multiple_of(2) { (Direction::In, vec![3, 2]) } else { (Direction::Out, vec![4, 3]) };
                 let seed = rnd(&mut rng);
                 let seeds = &ids[..ids.len().min(6)];
                 let o = SampleOptions { fanouts: fanouts.clone(), direction: dir, seed, ..Default::default() };

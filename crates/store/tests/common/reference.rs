@@ -81,7 +81,8 @@ pub fn bfs(m: &Model, source: u64) -> Vec<i64> {
     levels
 }
 
-/// The parts of a sample the model predicts (all but edge ids and tensors).
-pub fn shape(s: &Sample) -> (&[u64], &[u64], &[u64], &[u64], &[u64]) {
-    (&s.node, &s.row, &s.col, &s.num_sampled_nodes, &s.num_sampled_edges)
+/// The parts of a sample the model predicts (all but edge ids and tensors):
+/// node, row, col, nodes and edges per hop.
+pub fn shape(s: &Sample) -> [&[u64]; 5] {
+    [&s.node, &s.row, &s.col, &s.num_sampled_nodes, &s.num_sampled_edges]
 }
