@@ -51,6 +51,9 @@ pub enum Steps {
 }
 
 pub fn bfs(store: &Store, source: u64, target: Option<u64>, parents: bool, progress: Progress) -> Result<Bfs> {
+    // One version of the graph for every read of this call (`Store::view`).
+    let view = store.view();
+    let store: &Store = &view;
     bfs_with(store, source, target, parents, Steps::Auto, progress)
 }
 
@@ -153,6 +156,9 @@ impl Kept {
 }
 
 pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, steps: Steps, progress: Progress) -> Result<Bfs> {
+    // One version of the graph for every read of this call (`Store::view`).
+    let view = store.view();
+    let store: &Store = &view;
     let n = store.num_nodes();
     for (what, v) in [("source", Some(source)), ("target", target)] {
         if let Some(v) = v.filter(|&v| v >= n) {

@@ -11,6 +11,9 @@ use crate::frontier::Lists;
 use crate::state;
 
 pub fn cdlp(store: &Store, iterations: u32, progress: Progress) -> Result<Vec<u64>> {
+    // One version of the graph for every read of this call (`Store::view`).
+    let view = store.view();
+    let store: &Store = &view;
     crate::check_iterations(iterations)?;
     let n = store.num_nodes();
     let lists = Lists::both(store, "CDLP")?;

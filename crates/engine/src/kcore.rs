@@ -28,6 +28,9 @@ use crate::frontier::{AHEAD, Batch, Bitset, Frontier, Lists, prefetch};
 use crate::state;
 
 pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
+    // One version of the graph for every read of this call (`Store::view`).
+    let view = store.view();
+    let store: &Store = &view;
     let n = store.num_nodes();
     if n > u32::MAX as u64 {
         return Err(EngineError::Unsupported(format!("k-core supports up to 2^32 vertices; this graph has {n}")));

@@ -23,6 +23,9 @@ fn priority(seed: u64, v: u64) -> (u64, u64) {
 
 /// Returns true for the vertices in the set.
 pub fn mis(store: &Store, seed: u64, progress: Progress) -> Result<Vec<bool>> {
+    // One version of the graph for every read of this call (`Store::view`).
+    let view = store.view();
+    let store: &Store = &view;
     let n = store.num_nodes();
     let lists = Lists::both(store, "MIS")?;
     let mut state = state::filled(n as usize, UNDECIDED);

@@ -45,6 +45,9 @@ type Check<'a> = &'a (dyn Fn() -> Result<()> + Sync);
 /// Runs `iterations` iterations, or stops earlier once the L1 change of an
 /// iteration falls below `tol`.
 pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, progress: Progress) -> Result<PageRank> {
+    // One version of the graph for every read of this call (`Store::view`).
+    let view = store.view();
+    let store: &Store = &view;
     if !(damping > 0.0 && damping < 1.0) {
         return Err(EngineError::Invalid(format!("damping {damping} must be in (0, 1)")));
     }

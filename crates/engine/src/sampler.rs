@@ -140,6 +140,9 @@ fn check_seeds(store: &Store, seeds: &[u64]) -> Result<()> {
 /// Multi-hop neighbor sampling for one mini-batch. Repeated seeds are kept
 /// once (first occurrence).
 pub fn sample_neighbors(store: &Store, seeds: &[u64], o: &SampleOptions) -> Result<Sample> {
+    // One version of the graph for every read of this call (`Store::view`).
+    let view = store.view();
+    let store: &Store = &view;
     sample_subgraph(store, seeds, o)?.gather(store, &o.tensors)
 }
 
@@ -176,6 +179,9 @@ impl Subgraph {
 
 /// `sample_neighbors` without the gather (tensor names are checked here).
 pub fn sample_subgraph(store: &Store, seeds: &[u64], o: &SampleOptions) -> Result<Subgraph> {
+    // One version of the graph for every read of this call (`Store::view`).
+    let view = store.view();
+    let store: &Store = &view;
     let mut one = sample_subgraphs(store, &[seeds], &[o.seed], o)?;
     Ok(one.pop().expect("one subgraph per batch"))
 }
@@ -226,6 +232,9 @@ impl Growing {
 /// let it go: hop-2 frontiers of a power-law graph share their high-degree
 /// vertices, so a group misses far fewer pages than its batches alone.
 pub fn sample_subgraphs(store: &Store, batches: &[&[u64]], seeds: &[u64], o: &SampleOptions) -> Result<Vec<Subgraph>> {
+    // One version of the graph for every read of this call (`Store::view`).
+    let view = store.view();
+    let store: &Store = &view;
     if batches.len() != seeds.len() || batches.is_empty() {
         return Err(EngineError::Invalid(format!("{} batches need as many seeds, not {}, and at least one", batches.len(), seeds.len())));
     }
@@ -396,6 +405,9 @@ fn draw_part(store: &Store, hop: usize, k: i64, seeds: &[u64], o: &SampleOptions
 /// `roots` visit (sorted by the store's ids), the edges among them (local ids, `row` -> `col`
 /// along stored edges of `direction`), and their features.
 pub fn saint_subgraph(store: &Store, roots: &[u64], length: usize, seed: u64, direction: Direction, tensors: &[String]) -> Result<Sample> {
+    // One version of the graph for every read of this call (`Store::view`).
+    let view = store.view();
+    let store: &Store = &view;
     check_seeds(store, roots)?;
     let mut roots = roots.to_vec();
     store.to_internal(&mut roots)?;

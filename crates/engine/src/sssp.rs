@@ -9,6 +9,9 @@ use crate::frontier::Lists;
 use crate::state;
 
 pub fn sssp(store: &Store, source: u64, progress: Progress) -> Result<Vec<f64>> {
+    // One version of the graph for every read of this call (`Store::view`).
+    let view = store.view();
+    let store: &Store = &view;
     let n = store.num_nodes();
     if source >= n {
         return Err(EngineError::Invalid(format!("source vertex {source} is not in the graph ({n} vertices)")));

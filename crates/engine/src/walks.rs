@@ -30,6 +30,9 @@ fn list<'a>(csr: &'a Csr, idx: &[u64], v: u64) -> &'a [u64] {
 /// Returns walks row-major: `starts.len()` rows of `length + 1` vertices. A
 /// walk that reaches a vertex without out-edges stays there.
 pub fn random_walks(store: &Store, starts: &[u64], o: &WalkOptions) -> Result<Vec<u64>> {
+    // One version of the graph for every read of this call (`Store::view`).
+    let view = store.view();
+    let store: &Store = &view;
     let mut internal = starts.to_vec();
     store.to_internal(&mut internal)?;
     let mut out = walk(store, &internal, o)?;

@@ -110,6 +110,9 @@ fn join<S: Slot>(parent: &[S], v: u64, nbrs: &[u64], both_ways: bool) {
 }
 
 pub fn wcc(store: &Store, progress: Progress) -> Result<Vec<u64>> {
+    // One version of the graph for every read of this call (`Store::view`).
+    let view = store.view();
+    let store: &Store = &view;
     let n = store.num_nodes();
     // u32::MAX itself stays free: no id reaches it.
     let mut label = if n < u64::from(u32::MAX) {

@@ -88,7 +88,7 @@ impl Store {
                 let mut d = self.delta.write_locked();
                 let keep = d.keep_filter;
                 self.set_base(new_base.clone());
-                *d = Delta::new(&new_base, keep);
+                *d = Arc::new(Delta::new(&new_base, keep));
                 log::info!("add_tensor: {name:?} ({rows} x {dim} {}), {pages} pages, epoch {epoch}", dtype.name());
                 Ok(meta)
             }

@@ -51,6 +51,6 @@ pub use scan::{ChunkLimit, RangePages};
 // `OpenOptions::backend` is of these types: front ends choose a backend
 // without a dependency on the io crate of their own.
 pub use solidgraph_io::{BackendChoice, BackendKind};
-pub use store::{Store, StoreStats};
+pub use store::{Store, StoreStats, View};
 pub use tensor::DType;
 pub use verify::VerifyReport;

@@ -177,7 +177,7 @@ impl Store {
             let mut d = self.delta.write_locked();
             let keep = d.keep_filter;
             self.set_base(new_base.clone());
-            *d = Delta::new(&new_base, keep);
+            *d = Arc::new(Delta::new(&new_base, keep));
         }
         rep.pages_retired = retired.len() as u64;
         space.retire(&base, retired);

@@ -218,7 +218,7 @@ impl Store {
             writer::read_log(self.path(), &base)?
         };
         let mut delta = self.delta.write_locked();
-        writer::replay(&mut delta, records, Shape::of(&base.sb), self.path())
+        writer::replay(Arc::make_mut(&mut delta), records, Shape::of(&base.sb), self.path())
     }
 }
 

@@ -62,11 +62,29 @@ struct Shared {
     order: OrderMaps,
 }
 
+/// What `Store::view` returns: reads through it see one version.
+pub enum View<'a> {
+    Store(&'a Store),
+    Snapshot(Box<Store>),
+}
+
+impl std::ops::Deref for View<'_> {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        match self {
+            View::Store(s) => s,
+            View::Snapshot(s) => s,
+        }
+    }
+}
+
 pub struct Store {
     shared: Arc<Shared>,
     base: RwLock<Arc<Base>>,
     /// Updates since the pages were written (replayed from the WAL at open).
-    pub(crate) delta: RwLock<Delta>,
+    /// Shared with snapshots: a write copies it only while a snapshot holds
+    /// it (`Arc::make_mut`), so taking a snapshot costs no copy.
+    pub(crate) delta: RwLock<Arc<Delta>>,
     /// The log and writer lock of a store opened writable.
     pub(crate) writer: Option<Writer>,
 }
@@ -77,7 +95,7 @@ impl Store {
     pub(crate) fn new(path: &Path, vol: Volume, cache: PageCache, rows: Option<RowCache>, base: Base) -> Store {
         Store {
             shared: Arc::new(Shared { path: path.to_path_buf(), vol, cache, warming: Warming::new(rows.is_none()), rows, order: OrderMaps::default() }),
-            delta: RwLock::new(Delta::new(&base, base.sb.directed && base.sb.inn.is_none())),
+            delta: RwLock::new(Arc::new(Delta::new(&base, base.sb.directed && base.sb.inn.is_none()))),
             base: RwLock::new(Arc::new(base)),
             writer: None,
         }
@@ -85,9 +103,19 @@ impl Store {
 
     /// A read-only view of the graph as it is now: later updates and merges
     /// do not change what it reads, and the pages it reads are not reused
-    /// while it lives. Costs a copy of the pending updates.
+    /// while it lives. Costs no copy: the next write copies the pending
+    /// updates instead, once, if this view still holds them.
     pub fn snapshot(&self) -> Store {
         Store { shared: self.shared.clone(), base: RwLock::new(self.base()), delta: RwLock::new(self.delta.read_locked().clone()), writer: None }
+    }
+
+    /// One version of the graph for a call that reads it more than once
+    /// (an analytics pass per level, a sampling hop per read): a snapshot
+    /// when this store takes writes, else the store itself. Without it a
+    /// batch committed between two reads is seen by the later ones only,
+    /// and the answer matches no version of the graph.
+    pub fn view(&self) -> View<'_> {
+        if self.writer.is_some() { View::Snapshot(Box::new(self.snapshot())) } else { View::Store(self) }
     }
 
     /// The current base (see `Base`).

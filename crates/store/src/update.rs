@@ -7,6 +7,8 @@
 //! validate against it); it is acknowledged to its writer once durable.
 //! Recovery replays the durable records at open.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashSet;
 
 use solidgraph_io::sync::{MutexExt, RwLockExt};
@@ -34,7 +36,8 @@ impl Store {
         let lsn = w.wal.append(&record(edges_added, &op)).inspect_err(|e| w.set_broken(format!("a log append failed: {e}")))?;
         let shape = Shape::of(&self.base().sb);
         let apply = || {
-            let mut d = self.delta.write_locked();
+            let mut guard = self.delta.write_locked();
+            let d = Arc::make_mut(&mut guard);
             d.apply(&op, shape);
             d.edges_added += edges_added;
             d.bytes

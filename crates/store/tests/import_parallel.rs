@@ -22,7 +22,7 @@ fn rnd(x: &mut u64) -> u64 {
 fn graph(n: u64, m: usize, seed: u64) -> (Vec<u64>, Vec<u64>) {
     let mut x = seed | 1;
     let live = n - 100;
-    let mut pick = |x: &mut u64| {
+    let pick = |x: &mut u64| {
         let r = rnd(x);
         // The smaller of two draws favors low ids (hubs).
         (r % live).min((r >> 32) % live)
@@ -31,8 +31,8 @@ fn graph(n: u64, m: usize, seed: u64) -> (Vec<u64>, Vec<u64>) {
     while src.len() < m {
         let (s, d) = (pick(&mut x), pick(&mut x));
         src.push(s);
-        dst.push(if rnd(&mut x) % 50 == 0 { s } else { d });
-        if rnd(&mut x) % 20 == 0 {
+        dst.push(if rnd(&mut x).is_multiple_of(50) { s } else { d });
+        if rnd(&mut x).is_multiple_of(20) {
             // A repeated edge.
             src.push(s);
             dst.push(d);
@@ -128,6 +128,7 @@ fn parallel_spilled_import_equals_one_thread_and_the_reference() {
         let r2 = import_with(&spilled, &edges, o, 2, 16 << 20);
         let r3 = import_with(&whole, &edges, o, 2, 1 << 30);
         assert_eq!(r1.runs, 0, "case {c}: 1 GiB holds every record");
+        assert_eq!(r3.runs, 0, "case {c}: 1 GiB holds every record on two threads too");
         assert!(r2.runs >= 2, "case {c}: 16 MiB must spill runs (got {})", r2.runs);
         assert_eq!(r1.input_edges, src.len() as u64);
         let bytes = files(&one);

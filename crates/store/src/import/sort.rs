@@ -452,8 +452,8 @@ mod tests {
         let mut scratch = Vec::new();
         // Full 64-bit keys, graph-shaped keys (22-bit ids, few distinct
         // high bits), all equal, and a sizes around the cut to sort_unstable.
-        let shapes: [(usize, fn(u64) -> u64); 4] =
-            [(200_000, |r| r), (300_001, |r| pack(r >> 42, r & 0x3f_ffff)), (70_000, |_| 42), ((1 << 16) + 3, |r| r & 0xff0f_0000_f00f)];
+        type Shape = (usize, fn(u64) -> u64);
+        let shapes: [Shape; 4] = [(200_000, |r| r), (300_001, |r| pack(r >> 42, r & 0x3f_ffff)), (70_000, |_| 42), ((1 << 16) + 3, |r| r & 0xff0f_0000_f00f)];
         for (n, shape) in shapes {
             let mut keys: Vec<u64> = (0..n).map(|_| shape(next())).collect();
             let mut want = keys.clone();
