@@ -66,6 +66,14 @@ impl EdgeBatch {
         self.labels.clear();
     }
 
+    /// Appends `other`'s edges (parsed with the same columns).
+    fn append(&mut self, other: &EdgeBatch) {
+        self.src.extend_from_slice(&other.src);
+        self.dst.extend_from_slice(&other.dst);
+        self.weights.extend_from_slice(&other.weights);
+        self.labels.extend_from_slice(&other.labels);
+    }
+
     fn push(&mut self, e: &RawEdge) {
         self.src.push(e.src);
         self.dst.push(e.dst);
@@ -468,18 +476,14 @@ const TEXT_BLOCK: usize = 16 << 20;
 const MAX_LINE: usize = 1 << 20;
 
 /// The edges of one piece of whole lines.
-#[derive(Default)]
 struct Parsed {
-    src: Vec<u64>,
-    dst: Vec<u64>,
-    weights: Vec<f32>,
-    labels: Vec<u32>,
+    edges: EdgeBatch,
     lines: u64,
 }
 
 /// Parses whole lines; Err names the line (counted from 1 in `text`).
 fn parse_lines(text: &[u8], f: &LineFormat, lim: &Limits) -> std::result::Result<Parsed, (u64, String)> {
-    let mut p = Parsed::default();
+    let mut p = Parsed { edges: EdgeBatch::new(f.want_weights, f.want_labels), lines: 0 };
     for raw in text.split_inclusive(|&b| b == b'\n') {
         p.lines += 1;
         let line = std::str::from_utf8(raw).map_err(|_| (p.lines, "line is not valid UTF-8".to_string()))?;
@@ -487,14 +491,7 @@ fn parse_lines(text: &[u8], f: &LineFormat, lim: &Limits) -> std::result::Result
         if let Some(why) = lim.check(e.src, e.dst, e.weight) {
             return Err((p.lines, why));
         }
-        p.src.push(e.src);
-        p.dst.push(e.dst);
-        if f.want_weights {
-            p.weights.push(e.weight);
-        }
-        if f.want_labels {
-            p.labels.push(e.label);
-        }
+        p.edges.push(&e);
     }
     Ok(p)
 }
@@ -559,10 +556,7 @@ impl EdgeReader for TextEdges {
             for p in parsed {
                 let p = p.map_err(|(line, reason)| StoreError::Parse { path: self.path.clone(), line: self.lineno + line, reason })?;
                 self.lineno += p.lines;
-                b.src.extend_from_slice(&p.src);
-                b.dst.extend_from_slice(&p.dst);
-                b.weights.extend_from_slice(&p.weights);
-                b.labels.extend_from_slice(&p.labels);
+                b.append(&p.edges);
             }
             debug_assert!(self.lineno >= first_line);
             self.done += self.block_used as u64;
