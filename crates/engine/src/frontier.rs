@@ -176,6 +176,33 @@ pub enum Chunk {
 }
 
 impl Chunk {
+    /// Calls `f(v, ids, a, end)` for each list of the chunk in vertex
+    /// order: `ids[a..end]` is `v`'s list (an extent's part of it on one
+    /// page); `ids` runs on to the page's later lists, which a caller may
+    /// prefetch from.
+    pub fn for_each_list(&self, mut f: impl FnMut(u64, &[u64], usize, usize)) -> Result<()> {
+        match self {
+            Chunk::Pages(rp) => {
+                let (mut ids, mut rows) = (Vec::new(), Vec::new());
+                for page in 0..rp.num_pages() {
+                    rp.page_lists(page, &mut ids, &mut rows)?;
+                    let mut a = 0;
+                    for &(v, end) in &rows {
+                        f(v, &ids, a, end);
+                        a = end;
+                    }
+                }
+            }
+            Chunk::Lists(b) => {
+                for i in 0..b.len() {
+                    let (v, l, _) = b.get(i);
+                    f(v, l, 0, l.len());
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The vertices [lo, hi) whose lists the chunk holds.
     pub fn range(&self) -> (u64, u64) {
         match self {

@@ -27,7 +27,7 @@ use solidgraph_io::sync::MutexExt;
 use solidgraph_store::{Direction, Store};
 
 use crate::error::{EngineError, Progress, Result};
-use crate::frontier::{AHEAD, Chunk, Frontier, Lists, prefetch};
+use crate::frontier::{AHEAD, Frontier, Lists, prefetch};
 use crate::state;
 
 #[derive(Debug, Clone)]
@@ -179,27 +179,9 @@ fn pull_iteration(lists: &Lists, damping: f64, share: &[f64], deg: &[u32], dangl
         let (lo, hi) = (lo as usize, hi as usize);
         // SAFETY: `Lists::chunks` hands out disjoint ranges.
         let next = unsafe { next.get(lo, hi) };
-        match c {
-            Chunk::Pages(rp) => {
-                // An extent's pages add their parts of one list in page order.
-                next.fill(0.0);
-                let (mut ids, mut rows) = (Vec::new(), Vec::new());
-                for page in 0..rp.num_pages() {
-                    rp.page_lists(page, &mut ids, &mut rows)?;
-                    let mut a = 0;
-                    for &(v, end) in &rows {
-                        next[v as usize - lo] += gather_sum(share, &ids, a, end);
-                        a = end;
-                    }
-                }
-            }
-            Chunk::Lists(b) => {
-                for (i, x) in next.iter_mut().enumerate() {
-                    let l = b.get(i).1;
-                    *x = gather_sum(share, l, 0, l.len());
-                }
-            }
-        }
+        // An extent's pages add their parts of one list in page order.
+        next.fill(0.0);
+        c.for_each_list(|v, ids, a, end| next[v as usize - lo] += gather_sum(share, ids, a, end))?;
         let (mut delta, mut dangling) = (0.0, 0.0);
         for ((x, &s), &d) in next.iter_mut().zip(&share[lo..hi]).zip(&deg[lo..hi]) {
             let r = base + damping * *x;
@@ -341,7 +323,7 @@ impl Sums {
             let mut hubs = this.hubs[t].locked();
             let hubs = &mut hubs[..];
             let shared = &this.shared[..];
-            let mut list = |u: u64, ids: &[u64], a: usize, end: usize| {
+            let list = |u: u64, ids: &[u64], a: usize, end: usize| {
                 // Sorted ascending and at most u: self-loops come last (an
                 // edge to u is u's own once), and the hubs first.
                 let e = a + ids[a..end].partition_point(|&v| v < u);
@@ -385,26 +367,7 @@ impl Sums {
                     }
                 }
             };
-            match c {
-                Chunk::Pages(rp) => {
-                    let (mut ids, mut rows) = (Vec::new(), Vec::new());
-                    for page in 0..rp.num_pages() {
-                        rp.page_lists(page, &mut ids, &mut rows)?;
-                        let mut a = 0;
-                        for &(u, end) in &rows {
-                            list(u, &ids, a, end);
-                            a = end;
-                        }
-                    }
-                }
-                Chunk::Lists(b) => {
-                    for i in 0..b.len() {
-                        let (u, l, _) = b.get(i);
-                        list(u, l, 0, l.len());
-                    }
-                }
-            }
-            Ok(())
+            c.for_each_list(list)
         })?;
         Ok(())
     }

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use solidgraph_store::{Direction, Store};
 
 use crate::error::{Progress, Result};
-use crate::frontier::{AHEAD, Chunk, Lists, prefetch};
+use crate::frontier::{AHEAD, Lists, prefetch};
 use crate::state;
 
 /// A parent array's slot: u32 below 2^32 vertices, else u64.
@@ -139,23 +139,7 @@ fn components<S: Slot>(store: &Store, progress: Progress) -> Result<Vec<S>> {
     let seen = AtomicUsize::new(0);
     lists.chunks(|c| {
         let (lo, hi) = c.range();
-        match c {
-            Chunk::Pages(rp) => {
-                let (mut ids, mut rows) = (Vec::new(), Vec::new());
-                for page in 0..rp.num_pages() {
-                    rp.page_lists(page, &mut ids, &mut rows)?;
-                    let mut a = 0;
-                    for &(v, end) in &rows {
-                        join(&parent, v, &ids[a..end], both_ways);
-                        a = end;
-                    }
-                }
-            }
-            Chunk::Lists(b) => (0..b.len()).for_each(|i| {
-                let (v, nbrs, _) = b.get(i);
-                join(&parent, v, nbrs, both_ways)
-            }),
-        }
+        c.for_each_list(|v, ids, a, end| join(&parent, v, &ids[a..end], both_ways))?;
         let at = seen.fetch_add((hi - lo) as usize, Relaxed) + (hi - lo) as usize;
         Ok(progress("wcc", at as u64, n)?)
     })?;
