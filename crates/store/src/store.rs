@@ -106,7 +106,14 @@ impl Store {
     /// while it lives. Costs no copy: the next write copies the pending
     /// updates instead, once, if this view still holds them.
     pub fn snapshot(&self) -> Store {
-        Store { shared: self.shared.clone(), base: RwLock::new(self.base()), delta: RwLock::new(self.delta.read_locked().clone()), writer: None }
+        // The base changes only under the delta's write lock (merge,
+        // add_tensor), so the pair read under its read lock is one version.
+        // Read apart, a merge between the two reads pairs the old base
+        // with the new delta, and every read of the view retries forever.
+        let delta = self.delta.read_locked();
+        let base = self.base();
+        assert_eq!(base.sb.epoch, delta.epoch, "a snapshot's pages and pending updates are of one version");
+        Store { shared: self.shared.clone(), base: RwLock::new(base), delta: RwLock::new(delta.clone()), writer: None }
     }
 
     /// One version of the graph for a call that reads it more than once

@@ -140,6 +140,20 @@ fn reader(s: &Store, versions: &Versions, seed: u64) -> u64 {
     checked
 }
 
+/// Says why the test aborts, with every thread's stack when gdb is
+/// installed, so that a hang in CI says where it is. Written to the
+/// process's stderr: libtest's capture of `eprintln!` dies with the abort.
+fn abort_with_stacks(why: &str) -> ! {
+    use std::io::Write;
+    let pid = std::process::id().to_string();
+    let stacks = match std::process::Command::new("gdb").args(["-p", &pid, "-batch", "-ex", "thread apply all bt"]).output() {
+        Ok(o) => String::from_utf8_lossy(&o.stdout).into_owned(),
+        Err(e) => format!("no thread stacks (gdb: {e})"),
+    };
+    let _ = writeln!(std::io::stderr().lock(), "stress: {why}\n{stacks}");
+    std::process::abort();
+}
+
 #[test]
 fn one_writer_and_readers_see_committed_prefixes() {
     let done = Arc::new(AtomicBool::new(false));
@@ -152,8 +166,7 @@ fn one_writer_and_readers_see_committed_prefixes() {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        eprintln!("stress: no progress after {WATCHDOG:?} (a deadlock?)");
-        std::process::abort();
+        abort_with_stacks(&format!("no progress after {WATCHDOG:?} (a deadlock?)"));
     });
 
     let dir = tempfile::tempdir().unwrap();
@@ -282,4 +295,58 @@ fn bfs_on_a_live_store_sees_one_version() {
     };
     let got = bfs(&s, 0, None, false, &hook).unwrap().levels;
     assert_eq!(got, a, "bfs levels {got:?} are not version A's {a:?} (B would be {b:?})");
+}
+
+/// What hung the stress test in CI: a snapshot read the base and the
+/// pending updates apart, so a merge between the two reads paired the old
+/// pages with the new (empty) delta of the next epoch, and every read of
+/// that snapshot retried forever waiting for the epochs to agree. Here
+/// readers take snapshots while the writer merges after every batch; each
+/// snapshot's read must return (a watchdog ends a hang) and equal some
+/// committed version.
+#[test]
+fn snapshots_taken_during_merges_are_of_one_version() {
+    const ROUNDS: u64 = 150;
+    const READERS: usize = 2;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g");
+    let o = ImportOptions { num_nodes: Some(4), page_size: 4096, ..Default::default() };
+    import(&path, &[EdgeInput::Memory { src: vec![0], dst: vec![1], weights: None, labels: None }], &[], &o, &|_, _, _| {}).unwrap();
+    let s = Store::open(&path, &OpenOptions { writable: true, ..Default::default() }).unwrap();
+    let (done, exited) = (AtomicBool::new(false), std::sync::atomic::AtomicUsize::new(0));
+    let reads = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|sc| {
+        for _ in 0..READERS {
+            let (s, done, exited, reads) = (&s, &done, &exited, &reads);
+            sc.spawn(move || {
+                while !done.load(Ordering::Acquire) {
+                    let snap = s.snapshot();
+                    // The writer toggles edge 0 -> 2 beside 0 -> 1.
+                    let csr = snap.neighbors(&[0], Direction::Out, false, false).expect("a snapshot read");
+                    assert!(matches!(&csr.indices[..], [1] | [1, 2]), "out-list of 0: {:?}", csr.indices);
+                    reads.fetch_add(1, Ordering::Relaxed);
+                }
+                exited.fetch_add(1, Ordering::Release);
+            });
+        }
+        for i in 0..ROUNDS {
+            if i % 2 == 0 {
+                s.add_edges(&[0], &[2], None, None, false).unwrap();
+            } else {
+                s.delete_edges(&[0], &[2], false).unwrap();
+            }
+            s.merge().unwrap();
+        }
+        done.store(true, Ordering::Release);
+        // A reader stuck in a read never exits: end the test with the
+        // stacks instead of hanging CI.
+        let t0 = Instant::now();
+        while exited.load(Ordering::Acquire) < READERS {
+            if t0.elapsed() > Duration::from_secs(60) {
+                abort_with_stacks("a snapshot read did not return in 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    assert!(reads.into_inner() > 0, "no reads ran beside the merges");
 }
