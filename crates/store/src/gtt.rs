@@ -173,6 +173,17 @@ impl Gtt {
         self.present = other.present.clone();
     }
 
+    /// Adds `other`'s present vertices to this one's (an import joins the
+    /// bitmaps of vertex ranges laid out apart).
+    pub fn presence_or(&mut self, other: &Gtt) {
+        if let (Some(p), Some(q)) = (self.present.as_mut(), other.present.as_ref()) {
+            if p.len() < q.len() {
+                p.resize(q.len(), 0);
+            }
+            p.iter_mut().zip(q).for_each(|(a, b)| *a |= b);
+        }
+    }
+
     /// Records that `v` has no list any more.
     pub fn mark_absent(&mut self, v: u64) {
         if let Some(w) = self.present.as_mut().and_then(|p| p.get_mut((v / 64) as usize)) {

@@ -244,3 +244,102 @@ fn text_in_blocks_equals_npy_and_names_the_bad_line() {
     }
     assert!(!out.exists());
 }
+
+/// Words of a table (hot vertices, order), read through the store's file.
+fn table(path: &Path, t: &superblock::Table, ps: usize) -> Vec<u64> {
+    let bytes = std::fs::read(member_path(path, 0)).unwrap();
+    let mut words = Vec::new();
+    for k in 0..t.pages {
+        let no = t.start + k;
+        page::decode_table(no, &bytes[no as usize * ps..(no as usize + 1) * ps], k, &mut words).unwrap();
+    }
+    words
+}
+
+/// Everything a store's reads give: each direction's lists with weights,
+/// labels and global edge ids, the lower lists' degrees, the tables, a
+/// tensor's rows.
+#[derive(Debug, PartialEq)]
+struct Reads {
+    lists: Vec<(Vec<u64>, Vec<u64>, Vec<u64>, Option<Vec<f32>>, Option<Vec<u32>>)>,
+    degrees: Option<Vec<u32>>,
+    edges: u64,
+    hot: Vec<u64>,
+    order: Vec<u64>,
+    rows: Vec<u8>,
+}
+
+fn reads(path: &Path) -> Reads {
+    let s = Store::open(path, &OpenOptions::default()).unwrap();
+    s.verify(&mut |_, _| {}).unwrap();
+    let ids: Vec<u64> = (0..s.num_nodes()).collect();
+    let (w, l) = (s.has_weights(), s.has_labels());
+    let mut dirs = vec![Direction::Out];
+    if s.directed() {
+        dirs.push(Direction::In);
+    }
+    if s.has_lower_lists() {
+        dirs.push(Direction::Lower);
+    }
+    let lists = dirs
+        .into_iter()
+        .filter(|&d| s.gtt(d).is_ok())
+        .map(|d| {
+            let c = s.neighbors(&ids, d, w, l).unwrap();
+            (c.indptr, c.indices, c.first_edge, c.weights, c.labels)
+        })
+        .collect();
+    let sb = s.superblock();
+    let ps = s.page_size();
+    Reads {
+        lists,
+        degrees: s.lower_degrees().unwrap(),
+        edges: s.num_edges(),
+        hot: table(path, &sb.hot, ps),
+        order: table(path, &sb.order, ps),
+        rows: s.tensor("x", &ids).unwrap().data,
+    }
+}
+
+/// Out-, in- and lower lists laid out in several vertex ranges at once
+/// (each range's pages written apart, then moved behind the one before)
+/// read the same as one range laid out on one thread: lists with weights,
+/// labels and edge ids, degrees, the hot and order tables, a tensor's rows;
+/// in memory and spilled, and the same parts give the same bytes.
+#[test]
+fn layout_in_vertex_ranges_reads_as_one_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 40_000u64;
+    let (src, dst) = graph(n, 600_000, 5);
+    let weights: Vec<f32> = (0..src.len()).map(|i| (i % 97) as f32 * 0.5).collect();
+    let labels: Vec<u32> = (0..src.len()).map(|i| (i % 13) as u32).collect();
+    let plain = EdgeInput::Memory { src: src.clone(), dst: dst.clone(), weights: None, labels: None };
+    let rich = EdgeInput::Memory { src: src.clone(), dst: dst.clone(), weights: Some(weights), labels: Some(labels) };
+    let x: Vec<u8> = (0..n * 4).map(|i| (i * 7 % 251) as u8).collect();
+    let tensors = [TensorInput { name: "x".into(), data: TensorData::Memory { dtype: DType::F32, rows: n, dim: 1, bytes: x } }];
+    let degree = order::VertexOrder::Degree;
+    let cases = [
+        (&plain, ImportOptions { undirected: true, dedup: true, lower_lists: true, order: degree, num_nodes: Some(n), ..Default::default() }),
+        (&plain, ImportOptions { undirected: true, self_loops: true, lower_lists: true, num_nodes: Some(n), ..Default::default() }),
+        (&rich, ImportOptions { in_edges: true, dedup: true, weights: true, labels: true, self_loops: true, num_nodes: Some(n), ..Default::default() }),
+        (&rich, ImportOptions { undirected: true, weights: true, labels: true, lower_lists: true, order: degree, num_nodes: Some(n), ..Default::default() }),
+    ];
+    for (c, (edges, o)) in cases.iter().enumerate() {
+        let edges = std::slice::from_ref(*edges);
+        let path = |name: &str| dir.path().join(format!("{name}-{c}"));
+        let one = ImportOptions { layout_parts: 1, ..o.clone() };
+        import(&path("one"), edges, &tensors, &one, &quiet).unwrap();
+        let want = reads(&path("one"));
+        assert!(want.lists[0].1.len() > 500_000, "case {c}: {} edges", want.lists[0].1.len());
+        for parts in [2, 3, 7] {
+            let p = ImportOptions { layout_parts: parts, ..o.clone() };
+            let r = import(&path(&format!("mem{parts}")), edges, &tensors, &p, &quiet).unwrap();
+            assert_eq!(r.runs, 0, "case {c}");
+            assert_eq!(reads(&path(&format!("mem{parts}"))), want, "case {c}: {parts} ranges in memory");
+            let spilled = ImportOptions { memory_budget: 16 << 20, ..p };
+            let r = import(&path(&format!("spill{parts}")), edges, &tensors, &spilled, &quiet).unwrap();
+            assert!(r.runs >= 2, "case {c}: 16 MiB spills (got {})", r.runs);
+            assert_eq!(files(&path(&format!("spill{parts}"))), files(&path(&format!("mem{parts}"))), "case {c}: {parts} ranges spilled");
+        }
+    }
+}

@@ -121,8 +121,9 @@ pub struct Laid {
     /// Up to `LayoutOptions::hot` vertices with edges, highest degree
     /// first, ties by id.
     pub hot: Vec<u64>,
-    /// Every vertex's degree, when asked for.
-    pub degrees: Option<Vec<u32>>,
+    /// Every vertex's degree, when asked for: the vertex ranges' in order
+    /// (their concatenation is the table; not joined, to hold it once).
+    pub degrees: Option<Vec<Vec<u32>>>,
 }
 
 /// The `k` vertices of highest degree seen so far: a min-heap of k entries,
@@ -177,7 +178,11 @@ struct Builder<'a> {
     /// `edges` when `v` began.
     v_first_edge: u64,
     top: TopDegrees,
+    /// Degrees of the vertices from `lo`, when asked for.
     degrees: Option<Vec<u32>>,
+    /// This builder's vertex range: `lo` up to `hi` (exclusive).
+    lo: u64,
+    hi: u64,
 }
 
 impl Builder<'_> {
@@ -276,8 +281,8 @@ impl Builder<'_> {
         let degree = self.edges - self.v_first_edge;
         self.top.push(self.v, degree);
         if let Some(d) = self.degrees.as_mut() {
-            let n = d.len();
-            let x = d.get_mut(self.v as usize).ok_or_else(|| StoreError::Invalid(format!("vertex {} past the {n} vertices", self.v)))?;
+            let n = self.hi;
+            let x = d.get_mut((self.v - self.lo) as usize).ok_or_else(|| StoreError::Invalid(format!("vertex {} past the {n} vertices", self.v)))?;
             *x = u32::try_from(degree)
                 .map_err(|_| StoreError::Invalid(format!("vertex {} has {degree} edges: lower lists record degrees below 2^32", self.v)))?;
         }
@@ -290,7 +295,10 @@ impl Builder<'_> {
 }
 
 impl<'a> Builder<'a> {
-    fn new(w: PageWriter<'a>, o: &'a LayoutOptions) -> Builder<'a> {
+    /// A builder of the lists of vertices `lo..hi` (records outside it are
+    /// the caller's error).
+    fn new(w: PageWriter<'a>, o: &'a LayoutOptions, (lo, hi): (u64, u64)) -> Builder<'a> {
+        assert!(lo <= hi && hi <= o.num_nodes.max(lo), "vertex range {lo}..{hi} of {}", o.num_nodes);
         let mut gtt = Gtt::default();
         if o.presence {
             gtt.enable_presence();
@@ -303,7 +311,7 @@ impl<'a> Builder<'a> {
             packed: PackedBuilder::new(o.fmt, ps, o.fill),
             gtt,
             edges: 0,
-            v: 0,
+            v: lo,
             ids: Vec::new(),
             ws: Vec::new(),
             ls: Vec::new(),
@@ -313,12 +321,17 @@ impl<'a> Builder<'a> {
             extent_pages: 0,
             v_first_edge: 0,
             top: TopDegrees { k: o.hot, heap: BinaryHeap::with_capacity(o.hot.min(1 << 20)) },
-            degrees: o.degrees.then(|| vec![0; o.num_nodes as usize]),
+            degrees: o.degrees.then(|| vec![0; (hi - lo) as usize]),
+            lo,
+            hi,
         }
     }
 
     /// Takes the next record of the sorted stream.
     fn record(&mut self, r: &Rec) -> Result<()> {
+        if r.src < self.v || r.src >= self.hi {
+            return Err(StoreError::Invalid(format!("record of vertex {} out of order or outside {}..{} (at {})", r.src, self.lo, self.hi, self.v)));
+        }
         while self.v < r.src {
             // Vertices without records get only their self-loop (if asked).
             let next = if self.o.self_loops { self.v + 1 } else { r.src };
@@ -328,17 +341,58 @@ impl<'a> Builder<'a> {
     }
 
     /// Ends the stream: the last vertices, the last page.
-    fn finish(mut self, first_page: u64) -> Result<Laid> {
-        let last = if self.o.self_loops { self.o.num_nodes } else { self.v + 1 };
+    fn finish(mut self) -> Result<Piece> {
+        let last = if self.o.self_loops { self.hi } else { self.v + 1 };
         while self.v < last {
             let next = if self.o.self_loops { self.v + 1 } else { last };
             self.end_vertex(next)?;
         }
         self.close_packed()?;
-        let edges = self.edges;
-        let next = self.w.finish()?;
-        Ok(Laid { gtt: self.gtt, edges, next_page: next, adj_pages: next - first_page, hot: self.top.ranked(), degrees: self.degrees })
+        let pages = self.w.finish()?;
+        Ok(Piece { gtt: self.gtt, edges: self.edges, pages, top: self.top, degrees: self.degrees })
     }
+}
+
+/// One vertex range laid out: its pages numbered from where its writer
+/// began, its edges counted from 0.
+struct Piece {
+    gtt: Gtt,
+    edges: u64,
+    /// The page after its last.
+    pages: u64,
+    top: TopDegrees,
+    degrees: Option<Vec<u32>>,
+}
+
+/// Joins pieces laid out one after the other: piece k's pages move by
+/// `shift[k]` and its edges by the edges before it.
+fn join(pieces: Vec<Piece>, shift: &[u64], o: &LayoutOptions, first_page: u64, next_page: u64) -> Laid {
+    let mut gtt = Gtt::default();
+    gtt.reserve_exact(pieces.iter().map(|p| p.gtt.len()).sum());
+    let mut top = TopDegrees { k: o.hot, heap: BinaryHeap::with_capacity(o.hot.min(1 << 20)) };
+    let mut degrees = o.degrees.then(|| Vec::with_capacity(pieces.len()));
+    let mut edges = 0;
+    let mut present: Option<Gtt> = None;
+    for (p, &d) in pieces.into_iter().zip(shift) {
+        for i in 0..p.gtt.len() {
+            gtt.push(p.gtt.first_vertex(i), p.gtt.page(i) + d, p.gtt.is_extent(i), p.gtt.edges_before(i) + edges);
+        }
+        edges += p.edges;
+        match present.as_mut() {
+            None => present = Some(p.gtt),
+            Some(g) => g.presence_or(&p.gtt),
+        }
+        for Reverse((degree, Reverse(v))) in p.top.heap {
+            top.push(v, degree);
+        }
+        if let (Some(all), Some(part)) = (degrees.as_mut(), p.degrees) {
+            all.push(part);
+        }
+    }
+    if let Some(g) = &present {
+        gtt.presence_from(g);
+    }
+    Laid { gtt, edges, next_page, adj_pages: next_page - first_page, hot: top.ranked(), degrees }
 }
 
 /// Runs the k-way merge on its own thread (beside the page layout), in
@@ -385,57 +439,129 @@ fn merge_beside(merged: &mut Merged, mut each: impl FnMut(&[Rec]) -> Result<bool
     })
 }
 
-pub fn lay_out(vol: &Volume, first_page: u64, merged: &mut Merged, o: &LayoutOptions, total: u64, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Laid> {
-    let mut b = Builder::new(PageWriter::new(vol, first_page), o);
-    let mut seen = 0u64;
-    merge_beside(merged, |batch| {
-        for r in batch {
-            b.record(r)?;
-        }
-        seen += batch.len() as u64;
-        progress(seen, total);
-        Ok(true)
-    })?;
+/// Lays out one direction's lists from `parts`, the sorted record streams of
+/// the vertex ranges `bounds[k]..bounds[k + 1]` (`Sorter::finish_parts`),
+/// each on a thread of its own. Part 0 writes into `vol` from `first_page`;
+/// the others into scratch files in `dir`, copied behind it in order once
+/// their sizes are known, each page checked and sealed for its new number.
+/// With `lower` (undirected stores), each part also lays out its records
+/// with `dst <= src` as lower lists (each edge once, in the order a sort of
+/// their own gives) on one more thread, into scratch files (`Aside`) for
+/// the caller to move behind whatever comes after the out-lists.
+pub fn lay_out(
+    vol: &Volume,
+    first_page: u64,
+    (bounds, parts): (Vec<u64>, Vec<Merged>),
+    (o, lower): (&LayoutOptions, Option<&LayoutOptions>),
+    dir: &std::path::Path,
+    total: u64,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<(Laid, Option<Aside>)> {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    assert_eq!(parts.len() + 1, bounds.len(), "a part per vertex range");
+    let n = parts.len();
+    let seen = AtomicU64::new(0);
+    let out_path = |k: usize| dir.join(format!("out-part-{k}.tmp"));
+    let lower_path = |k: usize| dir.join(format!("lower-part-{k}.tmp"));
+    let ps = vol.page_size();
+    let done: Vec<Result<(Piece, Option<Piece>)>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = parts
+            .into_iter()
+            .enumerate()
+            .map(|(k, mut merged)| {
+                // The last part runs to the last vertex (its self-loops).
+                let range = (bounds[k], if k + 1 == n { o.num_nodes.max(bounds[k + 1]) } else { bounds[k + 1] });
+                let (seen, out_path, lower_path) = (&seen, out_path(k), lower_path(k));
+                scope.spawn(move || -> Result<(Piece, Option<Piece>)> {
+                    let w = if k == 0 { PageWriter::new(vol, first_page) } else { PageWriter::to_file(&out_path, ps)? };
+                    let lower_w = lower.map(|l| PageWriter::to_file(&lower_path, ps).map(|w| (w, l))).transpose()?;
+                    lay_out_part(&mut merged, Builder::new(w, o, range), lower_w.map(|(w, l)| Builder::new(w, l, range)), &|m| {
+                        progress(seen.fetch_add(m, Relaxed) + m, total);
+                    })
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap_or_else(|_| Err(StoreError::Invalid("layout thread panicked".into())))).collect()
+    });
+    let done = done.into_iter().collect::<Result<Vec<_>>>()?;
     progress(total, total);
-    b.finish(first_page)
+    let (outs, lowers): (Vec<Piece>, Vec<Option<Piece>>) = done.into_iter().unzip();
+    // Part 0 is in place; each later part goes behind the one before.
+    let mut shift = vec![0u64; n];
+    let mut at = outs[0].pages;
+    for k in 1..n {
+        shift[k] = at;
+        at = copy_pages(vol, &out_path(k), outs[k].pages, at)?;
+        let _ = std::fs::remove_file(out_path(k));
+    }
+    let laid = join(outs, &shift, o, first_page, at);
+    let aside = match lower {
+        None => None,
+        Some(l) => {
+            let lowers: Vec<Piece> = lowers.into_iter().map(|p| p.expect("a lower piece per part")).collect();
+            let files: Vec<_> = lowers.iter().enumerate().map(|(k, p)| (lower_path(k), p.pages)).collect();
+            let mut shift = vec![0u64; n];
+            for k in 1..n {
+                shift[k] = shift[k - 1] + lowers[k - 1].pages;
+            }
+            let pages = shift[n - 1] + lowers[n - 1].pages;
+            Some(Aside { files, laid: join(lowers, &shift, l, 0, pages) })
+        }
+    };
+    Ok((laid, aside))
+}
+
+/// Lists laid out into scratch files: `files` (path, pages) in order, and
+/// the lists with pages numbered from 0 across the files' concatenation.
+pub struct Aside {
+    pub files: Vec<(std::path::PathBuf, u64)>,
+    pub laid: Laid,
+}
+
+impl Aside {
+    /// Moves the pages into `vol` from page `at` (see `copy_pages`) and
+    /// removes the files; returns the page after them.
+    pub fn copy_into(&self, vol: &Volume, mut at: u64) -> Result<u64> {
+        for (path, pages) in &self.files {
+            at = copy_pages(vol, path, *pages, at)?;
+            let _ = std::fs::remove_file(path);
+        }
+        Ok(at)
+    }
 }
 
 /// Records handed to the lower lists' thread at a time.
 const LOWER_BATCH: usize = 1 << 16;
 
-/// Lays out an undirected store's out-lists from `merged` into `vol`, and
-/// on a second thread its lower lists (the same stream's records with
-/// `dst <= src`: each edge once, in the same order as a sort of its own
-/// would give), laid out by `lower`, into the scratch file `aside`, numbered from page 0, for
-/// `copy_pages` to move behind the out-lists once their size is known.
-pub fn lay_out_with_lower(
-    vol: &Volume,
-    first_page: u64,
-    merged: &mut Merged,
-    o: &LayoutOptions,
-    (lower, aside): (&LayoutOptions, &std::path::Path),
-    total: u64,
-    progress: &(dyn Fn(u64, u64) + Sync),
-) -> Result<(Laid, Laid)> {
+/// Lays out one part: its merge on one thread, its out-lists here, its
+/// lower lists (records with `dst <= src`) on a third; `seen` gets the
+/// count of each batch of records taken.
+fn lay_out_part(merged: &mut Merged, mut b: Builder, lower: Option<Builder>, seen: &(dyn Fn(u64) + Sync)) -> Result<(Piece, Option<Piece>)> {
     use std::sync::mpsc::sync_channel;
-    let lower_w = PageWriter::to_file(aside, vol.page_size())?;
+    let Some(mut lb) = lower else {
+        merge_beside(merged, |batch| {
+            for r in batch {
+                b.record(r)?;
+            }
+            seen(batch.len() as u64);
+            Ok(true)
+        })?;
+        return Ok((b.finish()?, None));
+    };
     std::thread::scope(|scope| {
         let (tx, rx) = sync_channel::<Vec<Rec>>(4);
         let (back_tx, back_rx) = sync_channel::<Vec<Rec>>(6);
-        let thread = scope.spawn(move || -> Result<Laid> {
-            let mut b = Builder::new(lower_w, lower);
+        let thread = scope.spawn(move || -> Result<Piece> {
             for mut batch in rx {
                 for r in &batch {
-                    b.record(r)?;
+                    lb.record(r)?;
                 }
                 batch.clear();
                 let _ = back_tx.try_send(batch);
             }
-            b.finish(0)
+            lb.finish()
         });
-        let mut b = Builder::new(PageWriter::new(vol, first_page), o);
         let mut batch = Vec::with_capacity(LOWER_BATCH);
-        let mut seen = 0u64;
         let ran = merge_beside(merged, |records| {
             for r in records {
                 b.record(r)?;
@@ -451,19 +577,17 @@ pub fn lay_out_with_lower(
                     }
                 }
             }
-            seen += records.len() as u64;
-            progress(seen, total);
+            seen(records.len() as u64);
             Ok(true)
         })
         .map(|()| {
             let _ = tx.send(std::mem::take(&mut batch));
         });
         drop(tx);
-        let lower_laid = thread.join().map_err(|_| StoreError::Invalid("lower-list thread panicked".into()))?;
+        let lower = thread.join().map_err(|_| StoreError::Invalid("lower-list thread panicked".into()))?;
         ran?;
-        let out_laid = b.finish(first_page)?;
-        progress(total, total);
-        Ok((out_laid, lower_laid?))
+        let out = b.finish()?;
+        Ok((out, Some(lower?)))
     })
 }
 

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use solidgraph_io::{BackendChoice, Volume, VolumeOptions};
 
-use self::layout::{LayoutOptions, PageWriter, copy_pages, lay_out, lay_out_with_lower, write_tensor};
+use self::layout::{LayoutOptions, PageWriter, lay_out, write_tensor};
 use self::sort::{PACKED_MAX, Rec, Sorter, pack};
 use self::source::{EdgeBatch, EdgeInput, Limits};
 use crate::adjacency::EdgeFormat;
@@ -79,6 +79,10 @@ pub struct ImportOptions {
     pub members: usize,
     pub stripe_pages: u64,
     pub backend: BackendChoice,
+    /// Vertex ranges each direction is laid out in at once; 0: 2 from 4M
+    /// records on, else 1 (see `layout_parts`). The store's bytes depend on
+    /// it; every count gives the same lists.
+    pub layout_parts: usize,
 }
 
 impl Default for ImportOptions {
@@ -99,6 +103,7 @@ impl Default for ImportOptions {
             members: 1,
             stripe_pages: 256,
             backend: BackendChoice::Auto,
+            layout_parts: 0,
         }
     }
 }
@@ -413,17 +418,12 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         });
         let laid = (|| -> Result<_> {
             let out_total = out_sort.count;
-            let mut merged = out_sort.finish(merge_budget)?;
+            let parts = layout_parts(o, out_total);
+            let sorted = out_sort.finish_parts(merge_budget, parts)?;
             let out_o = LayoutOptions { degrees: o.lower_lists, ..lo };
             let lower_o = LayoutOptions { hot: 0, ..lo };
-            let aside = tmp.join("lower-lists.tmp");
-            let (out_laid, lower_laid) = if o.lower_lists {
-                let (a, b) = lay_out_with_lower(&vol, next_page, &mut merged, &out_o, (&lower_o, &aside), out_total, &|d, t| progress("out-edges", d, t))?;
-                (a, Some(b))
-            } else {
-                (lay_out(&vol, next_page, &mut merged, &out_o, out_total, &|d, t| progress("out-edges", d, t))?, None)
-            };
-            drop(merged);
+            let (out_laid, lower_laid) =
+                lay_out(&vol, next_page, sorted, (&out_o, o.lower_lists.then_some(&lower_o)), &tmp, out_total, &|d, t| progress("out-edges", d, t))?;
             let (out_meta, mut next) = write_gtt(&vol, &out_laid.gtt, num_nodes, out_laid.next_page, next_page)?;
             phases.done("out-edges (and lower lists): merge, lay out, write");
             // In-edges and lower lists: one more adjacency each, from its
@@ -431,8 +431,9 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
             // metadata and edge count.
             let more = |s: Sorter, phase: &str, next: &mut u64| -> Result<(DirMeta, u64)> {
                 let total = s.count;
-                let mut merged = s.finish(merge_budget)?;
-                let laid = lay_out(&vol, *next, &mut merged, &LayoutOptions { hot: 0, ..lo }, total, &|d, t| progress(phase, d, t))?;
+                let sorted = s.finish_parts(merge_budget, layout_parts(o, total))?;
+                let in_o = LayoutOptions { hot: 0, ..lo };
+                let (laid, _) = lay_out(&vol, *next, sorted, (&in_o, None), &tmp, total, &|d, t| progress(phase, d, t))?;
                 let (m, n) = write_gtt(&vol, &laid.gtt, num_nodes, laid.next_page, *next)?;
                 *next = n;
                 Ok((m, laid.edges))
@@ -442,11 +443,11 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
                 phases.done("in-edges: merge, lay out, write");
             }
             let mut lower_meta = None;
-            if let Some(laid) = lower_laid {
+            if let Some(aside) = lower_laid {
                 // The lower lists' pages and GTT move behind what is
                 // written so far.
-                let end = copy_pages(&vol, &aside, laid.next_page, next)?;
-                let _ = std::fs::remove_file(&aside);
+                let end = aside.copy_into(&vol, next)?;
+                let laid = &aside.laid;
                 let mut gtt = Gtt::default();
                 for i in 0..laid.gtt.len() {
                     gtt.push(laid.gtt.first_vertex(i), laid.gtt.page(i) + next, laid.gtt.is_extent(i), laid.gtt.edges_before(i));
@@ -455,8 +456,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
                 let (dir, n) = write_gtt(&vol, &gtt, num_nodes, end, next)?;
                 next = n;
                 let edges = laid.edges;
-                let words: Vec<u64> =
-                    out_laid.degrees.as_deref().unwrap_or(&[]).chunks(2).map(|p| p[0] as u64 | (p.get(1).copied().unwrap_or(0) as u64) << 32).collect();
+                let words = degree_words(out_laid.degrees.as_deref().unwrap_or(&[]));
                 let degrees = write_table(&vol, &words, next)?;
                 next += degrees.pages;
                 lower_meta = Some(LowerMeta { dir, edges, degrees });
@@ -530,6 +530,20 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     })
 }
 
+/// Vertex ranges one direction is laid out in, each on its own thread:
+/// from the record count alone (never the machine's cores), since the
+/// bytes depend on it (a packed page ends where a range does).
+fn layout_parts(o: &ImportOptions, records: u64) -> usize {
+    match o.layout_parts {
+        0 if records < LAYOUT_PART_MIN => 1,
+        0 => 2,
+        n => n.min(sort::MAX_PARTS),
+    }
+}
+
+/// Records below which one thread lays out a direction.
+const LAYOUT_PART_MIN: u64 = 1 << 22;
+
 /// The degree order of the input's vertices: one pass over the edges
 /// counting each endpoint (4 bytes per vertex), with the same vertex count
 /// rules as the import itself.
@@ -591,6 +605,22 @@ fn trim_members(paths: &[PathBuf], total_pages: u64, o: &ImportOptions) -> Resul
         f.sync_all().map_err(file_err(p))?;
     }
     Ok(())
+}
+
+/// The lower lists' degree table: the ranges' degrees in order, two to a
+/// word, the first in the low half.
+fn degree_words(ranges: &[Vec<u32>]) -> Vec<u64> {
+    let n: usize = ranges.iter().map(Vec::len).sum();
+    let mut words = Vec::with_capacity(n.div_ceil(2));
+    let mut half: Option<u32> = None;
+    for &d in ranges.iter().flatten() {
+        match half.take() {
+            None => half = Some(d),
+            Some(lo) => words.push(lo as u64 | (d as u64) << 32),
+        }
+    }
+    words.extend(half.map(u64::from));
+    words
 }
 
 /// Writes `words` as table pages from page `at`.

@@ -11,7 +11,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use rayon::slice::ParallelSliceMut;
@@ -296,15 +296,35 @@ impl Sorter {
 
     /// Sorted stream of every record pushed. `merge_budget` bytes are spread
     /// over the run readers.
-    pub fn finish(mut self, merge_budget: usize) -> Result<Merged> {
+    pub fn finish(self, merge_budget: usize) -> Result<Merged> {
+        let (_, mut parts) = self.finish_parts(merge_budget, 1)?;
+        Ok(parts.pop().expect("one part"))
+    }
+
+    /// The sorted records as `parts` streams over consecutive source ranges:
+    /// part k holds the records with `bounds[k] <= src < bounds[k + 1]`
+    /// (`bounds` has `parts + 1` entries, the last past every source). The
+    /// cuts are the smallest sources at which k/parts of the records come
+    /// before, so they depend on the records alone, not on how they were
+    /// split into runs. `merge_budget` bytes are spread over the readers.
+    pub fn finish_parts(mut self, merge_budget: usize, parts: usize) -> Result<(Vec<u64>, Vec<Merged>)> {
+        assert!((1..=MAX_PARTS).contains(&parts), "{parts} parts");
         if self.runs.is_empty() {
             self.sort_buffer();
             self.scratch = Vec::new();
-            let src = match self.form {
-                Form::Packed => Src::Keys(std::mem::take(&mut self.keys).into_iter()),
-                Form::Wide => Src::Recs(std::mem::take(&mut self.recs).into_iter()),
+            let whole = match self.form {
+                Form::Packed => Whole::Keys(std::sync::Arc::new(std::mem::take(&mut self.keys))),
+                Form::Wide => Whole::Recs(std::sync::Arc::new(std::mem::take(&mut self.recs))),
             };
-            return Ok(Merged { src, paths: Vec::new() });
+            let bounds = cut(parts, |v| Ok(whole.below(v) as u64), whole.len() as u64, whole.end())?;
+            let merged = bounds
+                .windows(2)
+                .map(|b| {
+                    let (at, end) = (whole.below(b[0]), whole.below(b[1]));
+                    Merged { src: Src::Slice { whole: whole.clone(), at, end }, _files: None }
+                })
+                .collect();
+            return Ok((bounds, merged));
         }
         if !self.keys.is_empty() || !self.recs.is_empty() {
             self.spill()?;
@@ -313,32 +333,174 @@ impl Sorter {
         self.scratch = Vec::new();
         self.recs = Vec::new();
         self.bytes = Vec::new();
+        let files = self.runs.iter().map(|(p, form)| RunFile::open(p, *form)).collect::<Result<Vec<_>>>()?;
+        let total = files.iter().map(|f| f.len).sum();
+        let end = files.iter().map(|f| f.end()).collect::<Result<Vec<_>>>()?.into_iter().max().unwrap_or(0);
+        let below = |v: u64| files.iter().try_fold(0u64, |n, f| Ok(n + f.below(v)?));
+        let bounds = cut(parts, below, total, end)?;
+        let guard = std::sync::Arc::new(RunFiles(self.runs.iter().map(|(p, _)| p.clone()).collect()));
         // A multiple of both record sizes, so a refill never splits one.
-        let per = (merge_budget / self.runs.len()).clamp(64 << 10, 8 << 20) / REC_BYTES * REC_BYTES;
-        let mut runs = Vec::with_capacity(self.runs.len());
-        for (p, form) in &self.runs {
-            let f = std::fs::File::open(p).map_err(file_err(p))?;
-            runs.push(RunReader { path: p.clone(), f, form: *form, buf: vec![0; per], at: 0, len: 0 });
+        let per = (merge_budget / (self.runs.len() * parts)).clamp(64 << 10, 8 << 20) / REC_BYTES * REC_BYTES;
+        let all_packed = self.runs.iter().all(|(_, f)| *f == Form::Packed);
+        let mut merged = Vec::with_capacity(parts);
+        for b in bounds.windows(2) {
+            let mut runs = Vec::with_capacity(files.len());
+            for f in &files {
+                let (from, to) = (f.below(b[0])?, f.below(b[1])?);
+                let file = std::fs::File::open(&f.path).map_err(file_err(&f.path))?;
+                let n = f.form.bytes() as u64;
+                runs.push(RunReader { path: f.path.clone(), f: file, form: f.form, buf: vec![0; per], at: 0, len: 0, pos: from * n, end: to * n });
+            }
+            let src = if all_packed {
+                let mut heap = BinaryHeap::with_capacity(runs.len());
+                for (i, r) in runs.iter_mut().enumerate() {
+                    if let Some(k) = r.next_key()? {
+                        heap.push(Reverse((k, i)));
+                    }
+                }
+                Src::KeyRuns { runs, heap }
+            } else {
+                let mut heap = BinaryHeap::with_capacity(runs.len());
+                for (i, r) in runs.iter_mut().enumerate() {
+                    if let Some(rec) = r.next_rec()? {
+                        heap.push(Reverse((rec, i)));
+                    }
+                }
+                Src::RecRuns { runs, heap }
+            };
+            merged.push(Merged { src, _files: Some(guard.clone()) });
         }
-        let paths = self.runs.iter().map(|(p, _)| p.clone()).collect();
-        let src = if self.runs.iter().all(|(_, f)| *f == Form::Packed) {
-            let mut heap = BinaryHeap::with_capacity(runs.len());
-            for (i, r) in runs.iter_mut().enumerate() {
-                if let Some(k) = r.next_key()? {
-                    heap.push(Reverse((k, i)));
-                }
+        Ok((bounds, merged))
+    }
+}
+
+/// Most parts a sorted stream splits into.
+pub const MAX_PARTS: usize = 64;
+
+/// Cut sources for `parts` parts of `total` records: `below(v)` counts the
+/// records with source < v (nondecreasing in v), and every source is below
+/// `end`. Part k starts at the smallest v with k * total / parts records
+/// before it; the last bound is `end`.
+fn cut(parts: usize, below: impl Fn(u64) -> Result<u64>, total: u64, end: u64) -> Result<Vec<u64>> {
+    let mut bounds = vec![0u64; parts + 1];
+    for k in 1..parts {
+        let target = (total as u128 * k as u128 / parts as u128) as u64;
+        let (mut lo, mut hi) = (bounds[k - 1], end);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if below(mid)? >= target {
+                hi = mid;
+            } else {
+                lo = mid + 1;
             }
-            Src::KeyRuns { runs, heap }
-        } else {
-            let mut heap = BinaryHeap::with_capacity(runs.len());
-            for (i, r) in runs.iter_mut().enumerate() {
-                if let Some(rec) = r.next_rec()? {
-                    heap.push(Reverse((rec, i)));
-                }
+        }
+        bounds[k] = lo;
+    }
+    bounds[parts] = end;
+    Ok(bounds)
+}
+
+/// The sorted in-memory buffer, shared by the parts that stream ranges of it.
+#[derive(Clone)]
+enum Whole {
+    Keys(std::sync::Arc<Vec<u64>>),
+    Recs(std::sync::Arc<Vec<Rec>>),
+}
+
+impl Whole {
+    fn len(&self) -> usize {
+        match self {
+            Whole::Keys(k) => k.len(),
+            Whole::Recs(r) => r.len(),
+        }
+    }
+
+    /// Records with source below `v`.
+    fn below(&self, v: u64) -> usize {
+        match self {
+            Whole::Keys(k) => k.partition_point(|&k| k >> 32 < v),
+            Whole::Recs(r) => r.partition_point(|r| r.src < v),
+        }
+    }
+
+    /// Past the largest source.
+    fn end(&self) -> u64 {
+        match self {
+            Whole::Keys(k) => k.last().map_or(0, |&k| (k >> 32) + 1),
+            Whole::Recs(r) => r.last().map_or(0, |r| r.src + 1),
+        }
+    }
+
+    fn get(&self, i: usize) -> Rec {
+        match self {
+            Whole::Keys(k) => unpack(k[i]),
+            Whole::Recs(r) => r[i],
+        }
+    }
+}
+
+/// A spilled run, for locating sources in it (one positioned read per probe).
+struct RunFile {
+    path: PathBuf,
+    f: std::fs::File,
+    form: Form,
+    /// Records in it.
+    len: u64,
+}
+
+impl RunFile {
+    fn open(path: &Path, form: Form) -> Result<RunFile> {
+        let f = std::fs::File::open(path).map_err(file_err(path))?;
+        let bytes = f.metadata().map_err(file_err(path))?.len();
+        let n = form.bytes() as u64;
+        if !bytes.is_multiple_of(n) {
+            return Err(StoreError::BadInput { path: path.to_path_buf(), reason: "sorted run ends inside a record".into() });
+        }
+        Ok(RunFile { path: path.to_path_buf(), f, form, len: bytes / n })
+    }
+
+    fn src_at(&self, i: u64) -> Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let n = self.form.bytes();
+        let mut b = [0u8; 8];
+        // A packed key's source is its high half; a record's its first word.
+        let off = i * n as u64 + if self.form == Form::Packed { 4 } else { 0 };
+        let want = if self.form == Form::Packed { 4 } else { 8 };
+        self.f.read_exact_at(&mut b[..want], off).map_err(file_err(&self.path))?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    /// Records with source below `v`.
+    fn below(&self, v: u64) -> Result<u64> {
+        let (mut lo, mut hi) = (0, self.len);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.src_at(mid)? < v {
+                lo = mid + 1;
+            } else {
+                hi = mid;
             }
-            Src::RecRuns { runs, heap }
-        };
-        Ok(Merged { src, paths })
+        }
+        Ok(lo)
+    }
+
+    /// Past the largest source.
+    fn end(&self) -> Result<u64> {
+        if self.len == 0 {
+            return Ok(0);
+        }
+        Ok(self.src_at(self.len - 1)? + 1)
+    }
+}
+
+/// Removes the run files once every part reading them is dropped.
+struct RunFiles(Vec<PathBuf>);
+
+impl Drop for RunFiles {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
     }
 }
 
@@ -350,21 +512,27 @@ struct RunReader {
     buf: Vec<u8>,
     at: usize,
     len: usize,
+    /// Next byte to read, and the end of this reader's range of the file.
+    pos: u64,
+    end: u64,
 }
 
 impl RunReader {
     /// The next record's bytes, refilling the block when it is used up.
     fn next_bytes(&mut self) -> Result<Option<&[u8]>> {
+        use std::os::unix::fs::FileExt;
         let n = self.form.bytes();
         if self.at == self.len {
             self.len = 0;
             self.at = 0;
-            while self.len < self.buf.len() {
-                let got = self.f.read(&mut self.buf[self.len..]).map_err(file_err(&self.path))?;
+            let want = (self.buf.len() as u64).min(self.end - self.pos) as usize;
+            while self.len < want {
+                let got = self.f.read_at(&mut self.buf[self.len..want], self.pos).map_err(file_err(&self.path))?;
                 if got == 0 {
                     break;
                 }
                 self.len += got;
+                self.pos += got as u64;
             }
             if self.len == 0 {
                 return Ok(None);
@@ -389,22 +557,27 @@ impl RunReader {
 }
 
 enum Src {
-    Keys(std::vec::IntoIter<u64>),
-    Recs(std::vec::IntoIter<Rec>),
+    Slice { whole: Whole, at: usize, end: usize },
     KeyRuns { runs: Vec<RunReader>, heap: BinaryHeap<Reverse<(u64, usize)>> },
     RecRuns { runs: Vec<RunReader>, heap: BinaryHeap<Reverse<(Rec, usize)>> },
 }
 
 pub struct Merged {
     src: Src,
-    paths: Vec<PathBuf>,
+    /// The run files, removed when the last part is dropped.
+    _files: Option<std::sync::Arc<RunFiles>>,
 }
 
 impl Merged {
     pub fn next_record(&mut self) -> Result<Option<Rec>> {
         match &mut self.src {
-            Src::Keys(it) => Ok(it.next().map(unpack)),
-            Src::Recs(it) => Ok(it.next()),
+            Src::Slice { whole, at, end } => {
+                if *at == *end {
+                    return Ok(None);
+                }
+                *at += 1;
+                Ok(Some(whole.get(*at - 1)))
+            }
             Src::KeyRuns { runs, heap } => {
                 let Some(mut top) = heap.peek_mut() else { return Ok(None) };
                 let Reverse((k, i)) = *top;
@@ -424,14 +597,6 @@ impl Merged {
                 }
                 Ok(Some(rec))
             }
-        }
-    }
-}
-
-impl Drop for Merged {
-    fn drop(&mut self) {
-        for p in &self.paths {
-            let _ = std::fs::remove_file(p);
         }
     }
 }
