@@ -9,11 +9,16 @@ on loopback (SOLIDGRAPH_BIN, or target/release/solidgraph), and at 1, 4, 16
 and 64 client threads measures for each contender:
   - sample: SampleNeighbors, batch 1024 seeds, fanouts [25, 10], gathering
     the features: seeds/s and p50/p99 latency;
-  - small: one vertex's neighbours (warm cache): requests/s, p50/p99.
+  - small: one vertex's neighbours (warm cache): requests/s, p50/p99;
+  - loader: a training loop's batches (`sample_loader`, 1024 seeds,
+    [25, 10], gathering the features; the local loader prefetches on its
+    threads, the remote one keeps `prefetch` requests in flight): seeds/s
+    over --loader-batches batches, one loader at a time.
 In process, the threads share one `solidgraph.open` Graph (the GIL is
 released inside each call); remote, each thread has its own channel.
-Prints one line per (workload, clients) with both contenders and their
-ratio. The machine's other load adds noise: compare ratios within a run.
+Every point runs --rounds times, the two contenders alternating; prints
+each round, then the median ratio and its spread (min-max). The machine's
+other load adds noise: compare ratios within a run.
 """
 
 import argparse
@@ -66,6 +71,29 @@ def fmt(rate, lat, unit):
     return f"{rate:10.0f} {unit}  p50 {np.percentile(lat, 50) * 1e3:7.2f} ms  p99 {np.percentile(lat, 99) * 1e3:7.2f} ms"
 
 
+def summary(what, ratios):
+    if len(ratios) > 1:
+        print(f"{what}: server/in-process median {np.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}, {len(ratios)} rounds)", flush=True)
+
+
+def loader_rounds(a, local, remote, n):
+    """Seeds/s of a whole pass of sample_loader, local and remote
+    alternating round by round (each pass draws its own batches)."""
+    ratios = []
+    for r in range(a.rounds):
+        batches = [np.random.default_rng(100 + r).integers(0, n, 1024) for _ in range(a.loader_batches)]
+        rate = {}
+        order = [("server", remote), ("in-process", local)]
+        for name, g in order if r % 2 == 0 else order[::-1]:
+            t = time.perf_counter()
+            for _ in g.sample_loader(batches, [25, 10], seed=r, tensors="x"):
+                pass
+            rate[name] = 1024 * len(batches) / (time.perf_counter() - t)
+        ratios.append(rate["server"] / rate["in-process"])
+        print(f"loader round {r} | server {rate['server']:10.0f} seeds/s | in-process {rate['in-process']:10.0f} seeds/s | server/in-process {ratios[-1]:.2f}", flush=True)
+    summary("loader", ratios)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", type=int, default=18)
@@ -73,6 +101,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--clients", default="1,4,16,64")
     ap.add_argument("--cache-bytes", type=int, default=2 << 30, help="page cache of each contender")
+    ap.add_argument("--workloads", default="sample,small,loader")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--loader-batches", type=int, default=64)
     a = ap.parse_args()
     clients = [int(c) for c in a.clients.split(",")]
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR", "/tmp")) as tmp:
@@ -117,14 +148,24 @@ def main():
             warm = solidgraph.connect(addr)
             for b in batches:
                 warm.sample_neighbors(b, [25, 10], seed=0, tensors="x")
-            for workload, lo, re_, unit, per in (("sample", local_sample, remote_sample, "seeds/s", 1024), ("small", local_small, remote_small, "req/s", 1)):
+            remote = solidgraph.connect(addr)
+            runs = {"sample": (local_sample, remote_sample, "seeds/s", 1024), "small": (local_small, remote_small, "req/s", 1)}
+            for workload in a.workloads.split(","):
+                if workload == "loader":
+                    loader_rounds(a, local, remote, n)
+                    continue
+                lo, re_, unit, per = runs[workload]
                 for c in clients:
-                    r_rate, r_lat = run(c, a.seconds, re_)
-                    l_rate, l_lat = run(c, a.seconds, lo)
-                    print(
-                        f"{workload:6} {c:3} clients | server {fmt(r_rate * per, r_lat, unit)} | in-process {fmt(l_rate * per, l_lat, unit)} | server/in-process {r_rate / l_rate:.2f}",
-                        flush=True,
-                    )
+                    ratios = []
+                    for _ in range(a.rounds):
+                        r_rate, r_lat = run(c, a.seconds, re_)
+                        l_rate, l_lat = run(c, a.seconds, lo)
+                        ratios.append(r_rate / l_rate)
+                        print(
+                            f"{workload:6} {c:3} clients | server {fmt(r_rate * per, r_lat, unit)} | in-process {fmt(l_rate * per, l_lat, unit)} | server/in-process {r_rate / l_rate:.2f}",
+                            flush=True,
+                        )
+                    summary(f"{workload} {c} clients", ratios)
         finally:
             proc.terminate()
             proc.wait(30)

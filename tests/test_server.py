@@ -483,6 +483,85 @@ def test_update_graph_builds_a_store_equal_to_a_local_import(serve, tmp_path):
     same(again.neighbors(ids), g.neighbors(ids))
 
 
+def peak_rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+
+
+def test_update_graph_spools_to_disk(serve, tmp_path):
+    """UpdateGraph's chunks go to files under the data dir as they arrive,
+    not into the server's memory: a 128 MiB tensor raises the server's peak
+    memory by well under its size (over an upload of the same edges alone,
+    which sets the import's own working memory), and builds the store a
+    direct import builds; a stream broken midway, or a server killed during
+    one, leaves nothing behind."""
+    data = tmp_path / "data"
+    data.mkdir()
+    n, e = 1 << 16, 200_000
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, n, e), rng.integers(0, n, e)
+    x = rng.random((n, 512), dtype=np.float32)
+    # The edges alone, on a fresh server: the import's own working memory.
+    (tmp_path / "edges").mkdir()
+    alone = serve("--data-dir", tmp_path / "edges")
+    before = peak_rss(alone.proc.pid)
+    alone.connect().update_graph("edges", (src, dst), num_nodes=n, chunk_bytes=4 << 20)
+    edges_only = peak_rss(alone.proc.pid) - before
+    alone.stop()
+    srv = serve("--data-dir", data)
+    r = srv.connect()
+    before = peak_rss(srv.proc.pid)
+    b = r.update_graph("big", (src, dst), {"x": x}, num_nodes=n, chunk_bytes=4 << 20)
+    grew = peak_rss(srv.proc.pid) - before - edges_only
+    assert grew < x.nbytes // 2, f"the server's peak memory grew by {grew >> 20} MiB more for a {x.nbytes >> 20} MiB tensor"
+    solidgraph.import_graph(tmp_path / "local", (src, dst), {"x": x}, num_nodes=n)
+    g = solidgraph.open(tmp_path / "local")
+    assert (b.num_nodes, b.num_edges) == (g.num_nodes, g.num_edges)
+    ids = np.arange(n)
+    same(b.neighbors(ids), g.neighbors(ids))
+    some = rng.integers(0, n, 5000)
+    same(b.tensor("x", some), g.tensor("x", some))
+
+    class Broken(Exception):
+        pass
+
+    def broken():
+        yield pb.UpdateGraphRequest(name="broken")
+        yield pb.UpdateGraphRequest(src=arr(src[:1000], "int64"), dst=arr(dst[:1000], "int64"))
+        yield pb.UpdateGraphRequest(tensor="x", rows=pb.Array(dtype="float32", shape=[1000, 512], data=x[:1000].tobytes()))
+        raise Broken
+
+    with pytest.raises((Broken, RemoteError, grpc.RpcError)):
+        raw_update_graph(r, broken())
+    for _ in range(100):  # the server sees the cancel shortly after
+        if sorted(p.name for p in data.iterdir()) == ["big"]:
+            break
+        time.sleep(0.05)
+    assert sorted(p.name for p in data.iterdir()) == ["big"]
+
+    # Killed while spooling: the spool is there, and gone at the next start.
+    hold = threading.Event()
+
+    def held():
+        yield pb.UpdateGraphRequest(name="killed")
+        yield pb.UpdateGraphRequest(src=arr(src[:1000], "int64"), dst=arr(dst[:1000], "int64"))
+        hold.wait(30)
+
+    t = threading.Thread(target=lambda: pytest.raises(Exception, raw_update_graph, r, held()), daemon=True)
+    t.start()
+    for _ in range(200):
+        if any(".partial-" in p.name for p in data.iterdir()):
+            break
+        time.sleep(0.05)
+    assert any(p.name.startswith("killed.spool.partial-") for p in data.iterdir())
+    srv.stop(signal.SIGKILL)
+    hold.set()
+    t.join(30)
+    again = serve("--data-dir", data)
+    assert sorted(p.name for p in data.iterdir()) == ["big"]
+    same(again.connect(store="big").neighbors(ids[:100]), g.neighbors(ids[:100]))
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

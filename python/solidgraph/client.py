@@ -178,24 +178,64 @@ def _chunks(m: Union[bytes, pb.Arrays]) -> Iterator[Tuple[str, str, Tuple[int, .
     return ((c.name, c.dtype, tuple(int(s) for s in c.shape), c.offset, c.data) for c in m.chunks)
 
 
+class _Over:
+    """A writable array interface over `size` bytes at `addr` inside the
+    reply `raw`, which it keeps alive (numpy arrays over bytes objects are
+    read-only; this reply is ours alone and never hashed or reused, so
+    writing to it breaks no other reader)."""
+
+    def __init__(self, raw: bytes, addr: int, shape: Tuple[int, ...], dtype: np.dtype):
+        self.raw = raw
+        self.__array_interface__ = {"data": (addr, False), "shape": shape, "typestr": dtype.str, "version": 3}
+
+
+def _whole(data: memoryview, dtype: np.dtype, shape: Tuple[int, ...]) -> Optional[np.ndarray]:
+    """The array over the reply bytes themselves when one chunk holds all
+    of it at an address aligned for its dtype (numpy and torch expect
+    aligned data); None otherwise."""
+    raw = data.obj
+    if not isinstance(raw, bytes) or len(data) == 0:
+        return None
+    addr = np.frombuffer(data, dtype=np.uint8).ctypes.data
+    if addr % dtype.itemsize:
+        return None
+    return np.asarray(_Over(raw, addr, shape, dtype))
+
+
 def _assemble(msgs: Iterator[Union[bytes, pb.Arrays]]) -> Dict[str, np.ndarray]:
     """The named arrays of a streamed result (raw `Arrays` messages or
-    parsed ones): every chunk copied once, from the reply to its offset in
-    a writable array allocated at the array's first chunk (numpy arrays
-    over the immutable reply bytes would be read-only, which torch's
-    from_numpy warns about and the local Graph never returns)."""
-    bufs: Dict[str, Tuple[bytearray, str, Tuple[int, ...]]] = {}
+    parsed ones), all writable, as the local Graph returns them. An array
+    that arrives whole in one chunk at an aligned address is a view of the
+    reply (no copy); the others are copied, chunk by chunk, from the reply
+    to their offsets in an array allocated at the first chunk (numpy's copy
+    runs without the GIL, so a loader's threads overlap it)."""
+    out: Dict[str, np.ndarray] = {}
+    got: Dict[str, int] = {}
     for m in msgs:
         for name, dtype, shape, offset, data in _chunks(m):
-            if name not in bufs:
-                size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-                bufs[name] = (bytearray(size), dtype, shape)
-            buf = bufs[name][0]
+            if not name:
+                continue  # padding (solidgraph.proto)
+            dt = np.dtype(dtype).newbyteorder("<")
+            if name not in out:
+                size = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+                whole = _whole(data, dt, shape) if offset == 0 and len(data) == size and isinstance(data, memoryview) else None
+                got[name] = 0
+                if whole is not None:
+                    out[name], got[name] = whole, size
+                    continue
+                out[name] = np.empty(shape, dtype=dt)
+            flat = out[name].reshape(-1).view(np.uint8)
             end = offset + len(data)
-            if end > len(buf):
-                raise CorruptionError(f"result array {name!r}: a chunk ends at byte {end} of {len(buf)}")
-            buf[offset:end] = data
-    return {name: np.frombuffer(b, dtype=np.dtype(dt).newbyteorder("<")).reshape(shape) for name, (b, dt, shape) in bufs.items()}
+            if end > len(flat) or len(data) % dt.itemsize:
+                raise CorruptionError(f"result array {name!r}: a chunk of {len(data)} bytes ends at byte {end} of {len(flat)}")
+            flat[offset:end] = np.frombuffer(data, dtype=np.uint8)
+            got[name] += len(data)
+    for name, a in out.items():
+        # Chunks never overlap (the server slices each array once), so a
+        # count equal to the size means every byte arrived.
+        if got[name] != a.nbytes:
+            raise CorruptionError(f"result array {name!r}: {got[name]} bytes arrived for {a.nbytes}")
+    return out
 
 
 def _reporter(what: str, progress: Union[bool, Callable[[str, int, int], Any]]) -> Optional[Callable[[str, int, int], Any]]:

@@ -20,8 +20,9 @@ pub struct ServeArgs {
     /// builds new ones there.
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
-    /// Most bytes of edges and tensors one UpdateGraph stream may send.
-    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    /// Most bytes of edges and tensors one UpdateGraph stream may send
+    /// (spooled to disk under --data-dir until the build).
+    #[arg(long, default_value = "64GiB", value_parser = parse_size)]
     pub max_graph: u64,
     /// Address to listen on (port 0: any free port; the bound address is printed).
     #[arg(long, default_value = "127.0.0.1:50051")]

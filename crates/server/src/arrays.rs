@@ -90,9 +90,11 @@ pub struct Out {
 
 impl Out {
     pub fn push(&mut self, name: impl Into<String>, dtype: &'static str, shape: Vec<u64>, data: Bytes) {
+        let name = name.into();
+        assert!(!name.is_empty(), "a chunk without a name is padding");
         let elems: u64 = shape.iter().product();
         assert!((data.len() as u64).is_multiple_of(elems.max(1)), "{} bytes for shape {shape:?}", data.len());
-        self.arrays.push((name.into(), dtype, shape, data));
+        self.arrays.push((name, dtype, shape, data));
     }
 
     pub fn int64(&mut self, name: &str, v: &[u64]) {
@@ -152,28 +154,36 @@ impl Out {
 
     /// The messages: chunks of at most `chunk` bytes, packed in order into
     /// messages of about `chunk` bytes. An empty array still sends one
-    /// chunk, which carries its dtype and shape.
+    /// chunk, which carries its dtype and shape. Every chunk's data starts
+    /// at a multiple of `ALIGN` bytes into its encoded message (a padding
+    /// chunk goes before it when needed), so a client can use the data in
+    /// place as an array of its dtype.
     pub fn into_messages(self, chunk: usize) -> Vec<Arrays> {
         assert!(chunk > 0);
         let mut msgs = Vec::new();
         let mut cur = Arrays::default();
         let mut cur_bytes = 0;
+        // Encoded bytes of `cur` so far.
+        let mut pos = 0;
         for (name, dtype, shape, data) in self.arrays {
             let mut off = 0;
             loop {
                 let take = (data.len() - off).min(chunk - cur_bytes);
-                cur.chunks.push(ArrayChunk {
-                    name: name.clone(),
-                    dtype: dtype.into(),
-                    shape: shape.clone(),
-                    offset: off as u64,
-                    data: data.slice(off..off + take),
-                });
+                let c = ArrayChunk { name: name.clone(), dtype: dtype.into(), shape: shape.clone(), offset: off as u64, data: data.slice(off..off + take) };
+                if take > 0
+                    && let Some(pad) = padding(pos, &c)
+                {
+                    pos += field_len(&pad);
+                    cur.chunks.push(pad);
+                }
+                debug_assert!(take == 0 || (pos + field_len(&c) - take).is_multiple_of(ALIGN));
+                pos += field_len(&c);
+                cur.chunks.push(c);
                 off += take;
                 cur_bytes += take;
                 if cur_bytes >= chunk {
                     msgs.push(std::mem::take(&mut cur));
-                    cur_bytes = 0;
+                    (cur_bytes, pos) = (0, 0);
                 }
                 if off == data.len() {
                     break;
@@ -185,6 +195,35 @@ impl Out {
         }
         msgs
     }
+}
+
+/// Alignment of every chunk's data within its message: enough for any
+/// dtype (at most 8-byte elements).
+pub const ALIGN: usize = 8;
+
+/// Bytes a chunk takes in its `Arrays` message: tag, length, body.
+fn field_len(c: &ArrayChunk) -> usize {
+    let body = prost::Message::encoded_len(c);
+    1 + prost::encoding::encoded_len_varint(body as u64) + body
+}
+
+/// The padding chunk (no name, `p` zero bytes of data) that moves `c`'s
+/// data, written at `pos`, to a multiple of `ALIGN`; None if it is there.
+/// Its data is the chunk's last field, so it starts `c.data.len()` before
+/// the chunk's end. A padding chunk takes 2 bytes (no data) or 4 + p
+/// (p of 1..=8 bytes), so one reaches every remainder.
+fn padding(pos: usize, c: &ArrayChunk) -> Option<ArrayChunk> {
+    static ZEROS: [u8; 16] = [0; 16];
+    let start = pos + field_len(c) - c.data.len();
+    let need = (ALIGN - start % ALIGN) % ALIGN;
+    if need == 0 {
+        return None;
+    }
+    let total = if matches!(need, 2 | 5 | 6 | 7) { need } else { need + ALIGN };
+    let p = if total == 2 { 0 } else { total - 4 };
+    let pad = ArrayChunk { data: Bytes::from_static(&ZEROS[..p]), ..Default::default() };
+    assert_eq!(field_len(&pad), total, "padding of {p} bytes");
+    Some(pad)
 }
 
 #[cfg(test)]
@@ -209,6 +248,63 @@ mod tests {
         assert_eq!(ids(None, "ids", 10).unwrap_err().code(), tonic::Code::InvalidArgument);
     }
 
+    fn varint(b: &[u8], i: &mut usize) -> u64 {
+        let (mut v, mut shift) = (0u64, 0);
+        loop {
+            let x = b[*i];
+            *i += 1;
+            v |= u64::from(x & 0x7f) << shift;
+            if x < 0x80 {
+                return v;
+            }
+            shift += 7;
+        }
+    }
+
+    /// (offset, length) of every named chunk's non-empty data field in an
+    /// encoded `Arrays` message, read from the wire bytes (padding chunks
+    /// have no name).
+    fn data_fields(b: &[u8]) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            assert_eq!(varint(b, &mut i), (1 << 3) | 2);
+            let end = varint(b, &mut i) as usize + i;
+            let mut named = false;
+            while i < end {
+                let key = varint(b, &mut i);
+                match key & 7 {
+                    0 => {
+                        varint(b, &mut i);
+                    }
+                    2 => {
+                        let n = varint(b, &mut i) as usize;
+                        named |= key >> 3 == 1 && n > 0;
+                        if key >> 3 == 5 && n > 0 && named {
+                            out.push((i, n));
+                        }
+                        i += n;
+                    }
+                    w => panic!("wire type {w}"),
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn padding_reaches_every_remainder() {
+        for pos in 0..64 {
+            for name in ["", "a", "tensor/x", "a-longer-name-of-an-array"] {
+                for len in [1usize, 3, 200, 70_000] {
+                    let c = ArrayChunk { name: name.into(), dtype: "float32".into(), shape: vec![len as u64], offset: 9, data: vec![1u8; len].into() };
+                    let pad = padding(pos, &c).map_or(0, |p| field_len(&p));
+                    assert_eq!((pos + pad + field_len(&c) - len) % ALIGN, 0);
+                }
+            }
+        }
+    }
+
     #[test]
     fn chunks_cover_every_byte_once() {
         let mut o = Out::default();
@@ -225,11 +321,14 @@ mod tests {
             let mut got: std::collections::BTreeMap<String, Vec<u8>> = Default::default();
             for m in &msgs {
                 let size: usize = m.chunks.iter().map(|c| c.data.len()).sum();
-                assert!(size <= chunk.max(1));
-                for c in &m.chunks {
+                assert!(size <= chunk.max(1) + 16);
+                for c in m.chunks.iter().filter(|c| !c.name.is_empty()) {
                     let v = got.entry(c.name.clone()).or_default();
                     assert_eq!(v.len() as u64, c.offset);
                     v.extend_from_slice(&c.data);
+                }
+                for (start, len) in data_fields(&prost::Message::encode_to_vec(m)) {
+                    assert_eq!(start % ALIGN, 0, "data of {len} bytes at {start}");
                 }
             }
             assert_eq!(got["a"].len(), 8000);

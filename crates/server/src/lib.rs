@@ -17,6 +17,7 @@ pub mod limits;
 mod oversize;
 mod serve;
 mod shard;
+mod spool;
 mod stores;
 mod telemetry;
 mod update_graph;

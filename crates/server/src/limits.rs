@@ -21,7 +21,7 @@ pub struct Limits {
     /// Bytes of result per streamed message.
     pub chunk_bytes: usize,
     /// Bytes of edge and tensor chunks one UpdateGraph stream may send (the
-    /// server holds them until the build).
+    /// server spools them to disk under its data dir until the build).
     pub max_graph_bytes: u64,
 }
 
@@ -35,7 +35,7 @@ impl Default for Limits {
             max_queued: 4096,
             deadline: Duration::from_secs(300),
             chunk_bytes: 16 << 20,
-            max_graph_bytes: 1 << 30,
+            max_graph_bytes: 64 << 30,
         }
     }
 }

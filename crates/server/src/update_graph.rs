@@ -2,24 +2,26 @@
 //! store under the server's data dir, built by the import (`store::import`,
 //! which lays out the graph while a second thread writes the tensors), then
 //! served under the name the client gave. The chunks are checked as they
-//! arrive and held in memory up to `Limits::max_graph_bytes`; the import
-//! builds in `<name>.partial-<pid>` and renames it into place, so a refused
-//! stream, a failed build or a client gone midway leaves nothing behind (a
-//! server killed midway leaves a partial directory, removed at its next
-//! start).
+//! arrive and spooled to files under the data dir (`spool`), up to
+//! `Limits::max_graph_bytes` in all, so the server holds one message, not
+//! the graph; the import reads the spool and builds in
+//! `<name>.partial-<pid>`, then renames it into place, so a refused stream,
+//! a failed build or a client gone midway leaves nothing behind (a server
+//! killed midway leaves partial directories, removed at its next start).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use solidgraph_store::order::VertexOrder;
-use solidgraph_store::{DType, EdgeInput, ImportOptions, TensorData, TensorInput, import};
+use solidgraph_store::{DType, ImportOptions, import};
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::arrays;
 use crate::errors::{OrStatus, store_status};
 use crate::gate::Gate;
 use crate::proto::{Array, UpdateGraphOptions, UpdateGraphReply, UpdateGraphRequest};
+use crate::spool::Spool;
 use crate::stores::{Stores, check_new_name};
 use crate::telemetry;
 
@@ -64,21 +66,11 @@ fn options(o: Option<&UpdateGraphOptions>) -> Result<ImportOptions, Status> {
     })
 }
 
-/// A tensor's rows as they arrive.
-struct Rows {
-    dtype: DType,
-    dim: u64,
-    rows: u64,
-    bytes: Vec<u8>,
-}
-
-/// The stream's chunks, checked and kept.
-#[derive(Default)]
+/// The stream's chunks, checked and spooled to disk as they arrive.
 struct Chunks {
-    edges: Vec<EdgeInput>,
+    spool: Spool,
     weights: Option<bool>,
     labels: Option<bool>,
-    tensors: BTreeMap<String, Rows>,
     bytes: u64,
 }
 
@@ -117,8 +109,7 @@ impl Chunks {
                 return Err(Status::invalid_argument(format!("edge {what} must come with every edge chunk or with none")));
             }
         }
-        self.edges.push(EdgeInput::Memory { src, dst, weights, labels });
-        Ok(())
+        self.spool.edges(&src, &dst, weights.as_deref(), labels.as_deref())
     }
 
     fn rows(&mut self, name: &str, a: Option<&Array>) -> Result<(), Status> {
@@ -134,26 +125,13 @@ impl Chunks {
             [n, d] => (n, d),
             _ => return Err(Status::invalid_argument(format!("tensor {name:?}: rows must be 1-D or 2-D, not of shape {:?}", a.shape))),
         };
-        let t = self.tensors.entry(name.to_string()).or_insert(Rows { dtype, dim, rows: 0, bytes: Vec::new() });
-        if (t.dtype, t.dim) != (dtype, dim) {
-            return Err(Status::invalid_argument(format!(
-                "tensor {name:?}: a chunk of {} x {dim} after chunks of {} x {}",
-                dtype.name(),
-                t.dtype.name(),
-                t.dim
-            )));
+        if let Some((t, d)) = self.spool.tensor(name)
+            && (t, d) != (dtype, dim)
+        {
+            return Err(Status::invalid_argument(format!("tensor {name:?}: a chunk of {} x {dim} after chunks of {} x {d}", dtype.name(), t.name())));
         }
         let rows = arrays::rows(Some(a), &format!("tensor {name:?}"), dtype.name(), dtype.size(), dim, n)?;
-        t.bytes.extend_from_slice(&rows);
-        t.rows += n;
-        Ok(())
-    }
-
-    fn tensor_inputs(&mut self) -> Vec<TensorInput> {
-        std::mem::take(&mut self.tensors)
-            .into_iter()
-            .map(|(name, t)| TensorInput { name, data: TensorData::Memory { dtype: t.dtype, rows: t.rows, dim: t.dim, bytes: t.bytes } })
-            .collect()
+        self.spool.rows(name, dtype, dim, n, &rows)
     }
 }
 
@@ -173,20 +151,28 @@ pub async fn update_graph(stores: Arc<Stores>, gate: Arc<Gate>, req: Request<Str
         return Err(Status::already_exists(format!("a store named {name:?} exists")));
     }
     let mut o = options(first.options.as_ref())?;
-    let mut chunks = Chunks::default();
-    chunks.add(&first, limit)?;
+    let spool = Spool::create(dir.join(format!("{name}.spool.partial-{}", std::process::id())))?;
+    let mut chunks = Chunks { spool, weights: None, labels: None, bytes: 0 };
+    // Spool writes are file I/O: off the reactor's other tasks.
+    tokio::task::block_in_place(|| chunks.add(&first, limit))?;
     while let Some(m) = stream.message().await? {
         if !m.name.is_empty() || m.options.is_some() {
             return Err(Status::invalid_argument("only the first message of an UpdateGraph stream names the store and its options"));
         }
-        chunks.add(&m, limit)?;
+        tokio::task::block_in_place(|| chunks.add(&m, limit))?;
     }
     telemetry::request_bytes("UpdateGraph", chunks.bytes);
     (o.weights, o.labels) = (chunks.weights.unwrap_or(false), chunks.labels.unwrap_or(false));
-    let tensors = chunks.tensor_inputs();
-    let edges = std::mem::take(&mut chunks.edges);
+    let mut spool = chunks.spool;
     let at = path.clone();
-    let report = gate.run("UpdateGraph", move || import(&at, &edges, &tensors, &o, &|_, _, _| {}).or_status()).await?;
+    // The spool moves into the work, so its files outlive the import even
+    // if the call is dropped meanwhile, and go with it.
+    let report = gate
+        .run("UpdateGraph", move || {
+            let inputs = spool.finish()?;
+            import(&at, &inputs.edges, &inputs.tensors, &o, &|_, _, _| {}).or_status()
+        })
+        .await?;
     tracing::info!(store = %name, nodes = report.num_nodes, edges = report.num_edges, "built by UpdateGraph");
     stores.add(&name, &path).map_err(|e| store_status(&e))?;
     Ok(Response::new(UpdateGraphReply { name, num_nodes: report.num_nodes, num_edges: report.num_edges }))
