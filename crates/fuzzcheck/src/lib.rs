@@ -35,11 +35,20 @@ pub fn run(name: &str, data: &[u8]) {
 /// a target from spinning on a parser that does not advance).
 const MAX_EDGES: usize = 1 << 16;
 
+/// A new directory in memory (/dev/shm, where fsync costs nothing) when
+/// there is one, else in the temporary directory: the targets write and
+/// sync small files per input, and a disk's syncs would bound their rate.
+fn memory_dir() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() { tempfile::tempdir_in(shm).or_else(|_| tempfile::tempdir()) } else { tempfile::tempdir() };
+    dir.expect("scratch dir").keep()
+}
+
 /// A scratch directory for files the parsers read (one per process:
 /// libFuzzer runs one input at a time, and the lock serializes tests).
 fn scratch() -> std::sync::MutexGuard<'static, PathBuf> {
     static DIR: OnceLock<Mutex<PathBuf>> = OnceLock::new();
-    let m = DIR.get_or_init(|| Mutex::new(tempfile::tempdir().expect("scratch dir").keep()));
+    let m = DIR.get_or_init(|| Mutex::new(memory_dir()));
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -91,7 +100,7 @@ pub struct Fixture {
 pub fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("fixture dir").keep().join("g.sg");
+        let dir = memory_dir().join("g.sg");
         let n = 300u64;
         let (mut a, mut b) = (vec![], vec![]);
         let mut x = 12345u64;
@@ -132,39 +141,58 @@ pub fn fixture() -> &'static Fixture {
 }
 
 /// Opens the image (member 0 on a simulated disk, the log from `dir`) and
-/// runs every read; errors are fine, panics are not.
-pub fn exercise(dir: &Path, image: Vec<u8>) {
+/// runs every read; errors are fine, panics are not. `pick` chooses the
+/// vertices the per-vertex reads ask for.
+pub fn exercise(dir: &Path, image: Vec<u8>, pick: u64) {
     let disk = SimDisk::new(1, 1);
     disk.load(0, image);
     let o = OpenOptions { cache_bytes: 1 << 20, backend: BackendChoice::Sim(disk), ..Default::default() };
     let Ok(s) = Store::open(dir, &o) else { return };
     let _ = s.verify(&mut |_, _| {});
-    reads(&s);
+    reads(&s, pick);
 }
 
-/// Every read API on the whole store, each error ignored.
-pub fn reads(s: &Store) {
+/// Vertices the per-vertex reads of one input ask for: decoding every
+/// list once per direction (and in verify) already meets any damage, and
+/// the other reads only need to reach their own code on some lists; a
+/// window per input keeps an execution to a few milliseconds.
+const WINDOW: u64 = 24;
+
+/// Every read API, each error ignored: the whole store's lists in each
+/// direction, then a window of `WINDOW` vertices chosen by `pick` through
+/// every per-vertex read, a sample and a BFS from it.
+pub fn reads(s: &Store, pick: u64) {
     let n = s.num_nodes().min(1 << 16);
-    let ids: Vec<u64> = (0..n).collect();
+    let all: Vec<u64> = (0..n).collect();
+    let first = if n > WINDOW { pick % (n - WINDOW + 1) } else { 0 };
+    let ids = &all[first as usize..(first + WINDOW).min(n) as usize];
     for dir in [Direction::Out, Direction::In, Direction::Lower] {
-        let _ = s.neighbors(&ids, dir, s.has_weights(), s.has_labels());
-        let _ = s.degree(&ids, dir);
-        let _ = s.extent_degrees(&ids, dir);
-        let _ = s.read_range(dir, 0, n, s.has_weights(), false, Csr::default());
-        let _ = s.neighbors_drawn(&ids, dir, |_, d, out| out.extend((0..d.min(3)).map(|k| k as usize)));
+        let _ = s.neighbors(&all, dir, s.has_weights(), s.has_labels());
+        let _ = s.degree(ids, dir);
+        let _ = s.extent_degrees(ids, dir);
+        if let (Some(&a), Some(&b)) = (ids.first(), ids.last()) {
+            let _ = s.read_range(dir, a, b + 1, s.has_weights(), false, Csr::default());
+        }
+        let _ = s.neighbors_drawn(ids, dir, |_, d, out| out.extend((0..d.min(3)).map(|k| k as usize)));
     }
-    let _ = s.edge_weights(&ids[..n.min(50) as usize], &ids[..n.min(50) as usize]);
+    let rev: Vec<u64> = ids.iter().rev().copied().collect();
+    let _ = s.edge_weights(ids, &rev);
     let _ = s.external_ids();
     let _ = s.lower_degrees();
     for t in s.tensors() {
-        let _ = s.tensor(&t.name, &ids);
+        let _ = s.tensor(&t.name, ids);
     }
     let seeds: Vec<u64> = ids.iter().copied().take(8).collect();
     let o = SampleOptions { fanouts: vec![3, 2], tensors: s.tensors().into_iter().map(|t| t.name).collect(), ..Default::default() };
     let _ = sample_neighbors(s, &seeds, &o);
-    if n > 0 {
-        let _ = bfs(s, 0, None, true, &solidgraph_engine::silent);
+    if let Some(&source) = ids.first() {
+        let _ = bfs(s, source, None, true, &solidgraph_engine::silent);
     }
+}
+
+/// A choice of vertices from an input's bytes (FNV-1a).
+fn pick(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
 /// Recomputes page `p`'s checksum in `image` (see `page::seal`).
@@ -191,16 +219,23 @@ pub fn page(data: &[u8]) {
         *b = body[i % body.len()];
     }
     reseal(&mut image, f.page_size, p);
-    exercise(&f.dir, image);
+    exercise(&f.dir, image, pick(data));
 }
 
 /// data[0..4] is a byte offset into the fixture; data[4..] is written
 /// there (up to a page), then the checksums of the pages touched are
 /// recomputed.
 pub fn store_bytes(data: &[u8]) {
+    if let Some(image) = store_bytes_image(data) {
+        exercise(&fixture().dir, image, pick(data));
+    }
+}
+
+/// The fixture's image as `store_bytes` changes it (None: input too short).
+pub fn store_bytes_image(data: &[u8]) -> Option<Vec<u8>> {
     let f = fixture();
     if data.len() < 5 {
-        return;
+        return None;
     }
     let mut image = f.image.clone();
     let at = u32::from_le_bytes(data[0..4].try_into().expect("4")) as usize % image.len();
@@ -210,7 +245,14 @@ pub fn store_bytes(data: &[u8]) {
     for p in at / f.page_size..=(end - 1) / f.page_size {
         reseal(&mut image, f.page_size, p);
     }
-    exercise(&f.dir, image);
+    Some(image)
+}
+
+/// Opens an image of the fixture on a simulated disk.
+pub fn open_image(image: Vec<u8>) -> Result<Store> {
+    let disk = SimDisk::new(1, 1);
+    disk.load(0, image);
+    Store::open(&fixture().dir, &OpenOptions { cache_bytes: 1 << 20, backend: BackendChoice::Sim(disk), ..Default::default() })
 }
 
 /// data is a list of update payloads, each `len u16 | bytes`, written as
@@ -231,5 +273,5 @@ pub fn wal(data: &[u8]) {
     let d = dir.join("wal.sg");
     std::fs::create_dir_all(&d).expect("scratch store dir");
     std::fs::write(d.join("wal.log"), &log).expect("write log");
-    exercise(&d, f.image.clone());
+    exercise(&d, f.image.clone(), pick(data));
 }
