@@ -7,7 +7,10 @@ Imports a random graph, then on a writable store:
      (every call returns only once its WAL record is fdatasynced);
   2. neighbor-read throughput (batches of 1024 random vertices, warm cache)
      with 0%, 1% and 10% of the edges pending in the in-memory delta;
-  3. merge: after one new edge from each of 0.1%, 1% and 10% of the
+  3. durable inserts of 100 edges with 10% of the edges pending, alone and
+     beside a thread that samples mini-batches the whole time (each sample
+     reads one version: a write while it runs must not copy what is pending);
+  4. merge: after one new edge from each of 0.1%, 1% and 10% of the
      vertices, the time and bytes a merge takes (copy-on-write of the dirty
      pages), against rewriting the whole store (the import's bytes and time).
 Absolute numbers move with the machine's load; the ratios within a run do not.
@@ -17,6 +20,7 @@ import argparse
 import pathlib
 import shutil
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -81,6 +85,30 @@ def main() -> None:
     print(f"{'pending':>8} {'vertices/s':>12} {'vs 0%':>7}")
     for name, r in reads:
         print(f"{name:>8} {r:>12,.0f} {r / reads[0][1]:>7.2f}")
+
+    def insert_rate(calls: int = 100) -> float:
+        t = time.perf_counter()
+        for _ in range(calls):
+            g.add_edges(rng.integers(0, n, 100), rng.integers(0, n, 100), weights=np.ones(100, np.float32))
+        return calls / (time.perf_counter() - t)
+
+    def sampling(stop: threading.Event, count: list) -> None:
+        r = np.random.default_rng(2)
+        while not stop.is_set():
+            g.sample_neighbors(r.integers(0, n, 256), [10, 5], direction="out")
+            count[0] += 1
+
+    print("\ndurable 100-edge inserts with 10% pending, alone and beside a sampling thread (alternating)")
+    print(f"{'round':>6} {'alone calls/s':>14} {'beside calls/s':>15} {'ratio':>6} {'samples':>8}")
+    for rnd in range(3):
+        alone = insert_rate()
+        stop, count = threading.Event(), [0]
+        th = threading.Thread(target=sampling, args=(stop, count))
+        th.start()
+        beside = insert_rate()
+        stop.set()
+        th.join()
+        print(f"{rnd:>6} {alone:>14,.0f} {beside:>15,.0f} {beside / alone:>6.2f} {count[0]:>8}")
 
     pending = g.num_edges - base_edges
     rep = g.merge()

@@ -4,8 +4,11 @@
 //! not at all.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use imbl::GenericHashMap;
+use imbl::shared_ptr::DefaultSharedPtr;
+use rustc_hash::{FxBuildHasher, FxHashSet};
 use smallvec::SmallVec;
 
 use crate::base::Base;
@@ -53,14 +56,22 @@ const PARALLEL_EDGES: usize = 4096;
 /// An added edge: (neighbor, weight, label).
 type Added = (u64, f32, u32);
 
+/// A persistent hash map (a hash array mapped trie): a clone shares every
+/// node, and a write to a shared map copies only the nodes on its key's
+/// path. A snapshot holds the delta while a writer goes on, so a write
+/// copies what it touches, not everything pending (up to the delta
+/// budget).
+pub type PMap<K, V> = GenericHashMap<K, V, FxBuildHasher, DefaultSharedPtr>;
+
 /// Changes to the lists of one direction.
 #[derive(Debug, Clone, Default)]
 pub struct DirDelta {
     /// Per vertex, sorted by neighbor. Most vertices gain an edge or two:
-    /// those live inline in the table (no allocation, no second cache
-    /// miss), and a batch merges into each list once.
-    added: FxHashMap<u64, SmallVec<[Added; 2]>>,
-    removed: FxHashMap<u64, FxHashSet<u64>>,
+    /// those live inline in the entry (no allocation, cheap to copy with
+    /// a node), and a batch merges into each list once.
+    added: PMap<u64, SmallVec<[Added; 2]>>,
+    /// Per vertex, sorted neighbors whose base edge is gone.
+    removed: PMap<u64, SmallVec<[u64; 2]>>,
 }
 
 impl DirDelta {
@@ -86,9 +97,7 @@ impl DirDelta {
             if !self.removed.is_empty()
                 && let Some(r) = self.removed.get_mut(&s)
             {
-                for e in &new {
-                    r.remove(&e.0);
-                }
+                r.retain(|d| new.binary_search_by_key(d, |e| e.0).is_err());
             }
             let cur = self.added.entry(s).or_default();
             if cur.is_empty() {
@@ -121,16 +130,46 @@ impl DirDelta {
         self.added.keys().chain(self.removed.keys()).copied()
     }
 
-    fn delete(&mut self, s: u64, d: u64) {
-        if let Some(a) = self.added.get_mut(&s)
-            && let Ok(k) = a.binary_search_by_key(&d, |e| e.0)
-        {
-            a.remove(k);
+    /// Deletes a batch of (source, neighbor) edges: per source, one pass
+    /// over its added list and one sorted merge into its removed list.
+    fn delete_batch(&mut self, mut edges: Vec<(u64, u64)>) {
+        edges.sort_unstable();
+        edges.dedup();
+        for group in edges.chunk_by(|a, b| a.0 == b.0) {
+            let s = group[0].0;
+            let gone = |d: &u64| group.binary_search_by_key(d, |e| e.1).is_ok();
+            if let Some(a) = self.added.get_mut(&s) {
+                a.retain(|e| !gone(&e.0));
+            }
+            let r = self.removed.entry(s).or_default();
+            let old = std::mem::take(r);
+            let (mut a, mut b) = (old.into_iter().peekable(), group.iter().map(|e| e.1).peekable());
+            loop {
+                let next = match (a.peek(), b.peek()) {
+                    (None, None) => break,
+                    (Some(_), None) => a.next(),
+                    (None, Some(_)) => b.next(),
+                    (Some(&x), Some(&y)) => {
+                        if x == y {
+                            a.next();
+                            b.next()
+                        } else if x < y {
+                            a.next()
+                        } else {
+                            b.next()
+                        }
+                    }
+                };
+                r.push(next.expect("peeked"));
+            }
         }
-        self.removed.entry(s).or_default().insert(d);
     }
 }
 
+/// Pending updates. Cloning one (a snapshot beside a writer, see
+/// `Store::snapshot`) is cheap: lists and rows live in persistent maps, the
+/// deleted set behind an `Arc` (vertex deletions are rare; a deletion while
+/// a snapshot holds the set copies it).
 #[derive(Debug, Clone, Default)]
 pub struct Delta {
     /// Epoch of the base these updates apply to (a read that sees another
@@ -141,7 +180,7 @@ pub struct Delta {
     pub base_edges: u64,
     pub added_nodes: u64,
     /// Every deleted vertex, merged or not (ids are never reused).
-    pub deleted: FxHashSet<u64>,
+    pub deleted: Arc<FxHashSet<u64>>,
     /// Whether reads must drop edges to deleted vertices: after deletions
     /// not merged yet, and for good in a directed store without in-edges,
     /// where a merge cannot find the lists that point at a deleted vertex.
@@ -151,7 +190,7 @@ pub struct Delta {
     pub out: DirDelta,
     pub inn: DirDelta,
     /// Rows written since the last merge, per tensor.
-    pub rows: HashMap<String, FxHashMap<u64, Vec<u8>>>,
+    pub rows: HashMap<String, PMap<u64, Arc<[u8]>>>,
     /// Records applied (for stats and merge decisions).
     pub ops: u64,
     /// Change in stored edge entries (see `Store::num_edges`).
@@ -184,7 +223,7 @@ impl Delta {
             base_edges: base.sb.num_edges,
             filter_deleted: keep_filter && !deleted.is_empty(),
             keep_filter,
-            deleted,
+            deleted: Arc::new(deleted),
             ..Default::default()
         }
     }
@@ -205,15 +244,16 @@ impl Delta {
                     let row = bytes.len() / (*count).max(1) as usize;
                     let m = self.rows.entry(name.clone()).or_default();
                     for (k, chunk) in bytes.chunks(row.max(1)).enumerate() {
-                        m.insert(first + k as u64, chunk.to_vec());
+                        m.insert(first + k as u64, chunk.into());
                     }
                     self.bytes += bytes.len();
                 }
             }
             Op::DeleteVertices { ids } => {
                 self.filter_deleted = true;
+                let deleted = Arc::make_mut(&mut self.deleted);
                 for &v in ids {
-                    self.deleted.insert(v);
+                    deleted.insert(v);
                     self.out.added.remove(&v);
                     self.inn.added.remove(&v);
                 }
@@ -247,22 +287,25 @@ impl Delta {
                 self.bytes += 48 * src.len();
             }
             Op::DeleteEdges { src, dst } => {
+                let (mut out, mut inn) = (Vec::with_capacity(src.len() * (1 + shape.undirected as usize)), Vec::new());
                 for (&s, &d) in src.iter().zip(dst) {
-                    self.out.delete(s, d);
+                    out.push((s, d));
                     if shape.undirected {
-                        self.out.delete(d, s);
+                        out.push((d, s));
                     }
                     if shape.has_in {
-                        self.inn.delete(d, s);
+                        inn.push((d, s));
                     }
                 }
+                self.out.delete_batch(out);
+                self.inn.delete_batch(inn);
                 self.bytes += 32 * src.len();
             }
             Op::UpdateTensor { name, ids, rows } => {
                 let row = rows.len() / ids.len().max(1);
                 let m = self.rows.entry(name.clone()).or_default();
                 for (&v, chunk) in ids.iter().zip(rows.chunks(row.max(1))) {
-                    m.insert(v, chunk.to_vec());
+                    m.insert(v, chunk.into());
                 }
                 self.bytes += rows.len() + 8 * ids.len();
             }
@@ -278,7 +321,7 @@ impl Delta {
         if let Some(l) = self.out.added.get(&s).and_then(|a| a.binary_search_by_key(&d, |e| e.0).ok().map(|k| a[k].2)) {
             return Some(Some(l));
         }
-        if self.out.removed.get(&s).is_some_and(|r| r.contains(&d)) {
+        if self.out.removed.get(&s).is_some_and(|r| r.binary_search(&d).is_ok()) {
             return Some(None);
         }
         None
@@ -286,7 +329,7 @@ impl Delta {
 
     /// The row written for vertex `v` of tensor `name` since the last merge.
     pub fn row(&self, name: &str, v: u64) -> Option<&[u8]> {
-        self.rows.get(name)?.get(&v).map(|r| r.as_slice())
+        self.rows.get(name)?.get(&v).map(|r| &r[..])
     }
 
     /// Rewrites base lists of `ids` with the delta. `out_dir` picks the out
@@ -340,7 +383,8 @@ impl Delta {
                     self.push(&mut o, ad, w, l);
                     adds.next();
                 }
-                let gone = removed.is_some_and(|r| r.contains(&d)) || (any_deleted && self.deleted.contains(&d)) || adds.peek().is_some_and(|e| e.0 == d);
+                let gone =
+                    removed.is_some_and(|r| r.binary_search(&d).is_ok()) || (any_deleted && self.deleted.contains(&d)) || adds.peek().is_some_and(|e| e.0 == d);
                 if !gone {
                     o.indices.push(d);
                     if let (Some(ow), Some(iw)) = (o.weights.as_mut(), csr.weights.as_ref()) {
