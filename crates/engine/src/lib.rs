@@ -13,6 +13,7 @@ pub mod bfs;
 pub mod cdlp;
 mod error;
 pub mod frontier;
+pub mod infer_hood;
 pub mod kcore;
 pub mod lcc;
 pub mod loader;
