@@ -12,7 +12,12 @@ import sys
 import numpy as np
 
 
+CHUNK = 1 << 24
+
+
 def generate(scale: int, out: str) -> None:
+    if scale > 22:
+        return generate_chunked(scale, out)
     n, m = 1 << scale, 16 << scale
     rng = np.random.default_rng(1)
     a, b, c = 0.57, 0.19, 0.19
@@ -25,6 +30,36 @@ def generate(scale: int, out: str) -> None:
         dst |= jj.astype(np.int64) << bit
     perm = rng.permutation(n)
     np.save(out, np.stack([perm[src], perm[dst]]))
+
+
+def kron_chunk(scale: int, m: int, rng) -> tuple:
+    a, b, c = 0.57, 0.19, 0.19
+    src = np.zeros(m, np.int64)
+    dst = np.zeros(m, np.int64)
+    for bit in range(scale):
+        ii = rng.random(m) > a + b
+        jj = rng.random(m) > np.where(ii, c / (1 - a - b), a / (a + b))
+        src |= ii.astype(np.int64) << bit
+        dst |= jj.astype(np.int64) << bit
+    return src, dst
+
+
+def generate_chunked(scale: int, out: str) -> None:
+    """Above scale 22: the same distribution written CHUNK edges at a time
+    (one seeded generator per chunk) into a memory-mapped .npy, so memory
+    stays near 1 GB whatever the scale."""
+    n, m = 1 << scale, 16 << scale
+    perm = np.random.default_rng(1).permutation(n)
+    arr = np.lib.format.open_memmap(out + ".partial", mode="w+", dtype=np.int64, shape=(2, m))
+    for k, i in enumerate(range(0, m, CHUNK)):
+        src, dst = kron_chunk(scale, min(CHUNK, m - i), np.random.default_rng([1, k]))
+        arr[0, i : i + len(src)] = perm[src]
+        arr[1, i : i + len(dst)] = perm[dst]
+    arr.flush()
+    del arr
+    import os
+
+    os.replace(out + ".partial", out)
 
 
 def to_text(inp: str, out: str) -> None:
