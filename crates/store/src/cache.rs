@@ -16,8 +16,6 @@
 //! pays a copy per page, not an insert and an eviction, and later passes
 //! find their pages by position, without a lock or a lookup per page.
 
-use std::cell::UnsafeCell;
-use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
@@ -186,55 +184,89 @@ pub(crate) struct Image {
     /// Page numbers, sorted and distinct; page `pages[i]` is slot i.
     pages: Vec<u64>,
     state: Vec<AtomicU8>,
-    data: Box<[UnsafeCell<MaybeUninit<u8>>]>,
+    data: Mapping,
     page_size: usize,
-    /// Per `REGION`-aligned span of `data`'s addresses: mapped in.
+    /// Per `REGION` of `data`: mapped in.
     ready: Vec<AtomicBool>,
 }
 
 // SAFETY: a slot's bytes are written by the one thread that moved its state
 // from EMPTY to FILLING, and read only once it is FILLED (release/acquire);
-// the populating thread only asks the kernel to map memory in.
+// the populating thread writes a region only before it is marked ready.
 unsafe impl Sync for Image {}
+unsafe impl Send for Image {}
+
+/// Anonymous memory of its own mapping, starting on a `REGION` boundary,
+/// between two inaccessible ones. Its own mapping because the populating
+/// thread faults it in by writing (the kernel takes only this mapping's
+/// lock for a fault), not by `madvise`, which holds the process's mapping
+/// lock throughout: preempted there at the lowest priority, it would stall
+/// every allocation of the process until it ran again. The guards keep
+/// later mappings from merging into this one (a merge takes its lock).
+struct Mapping {
+    base: *mut u8,
+    total: usize,
+    /// The usable bytes at `at`.
+    at: *mut u8,
+    len: usize,
+}
+
+impl Mapping {
+    fn new(len: usize) -> Mapping {
+        if len == 0 {
+            return Mapping { base: std::ptr::null_mut(), total: 0, at: std::ptr::null_mut(), len: 0 };
+        }
+        let rw = len.next_multiple_of(REGION);
+        let total = rw + 2 * REGION;
+        // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
+        let base = unsafe { libc::mmap(std::ptr::null_mut(), total, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0) };
+        assert!(base != libc::MAP_FAILED, "mapping {total} bytes for a cache image: {}", std::io::Error::last_os_error());
+        let at = (base as usize + 1).next_multiple_of(REGION);
+        // SAFETY: [at, at + rw) lies inside the mapping (at most REGION - 1
+        // bytes after its start, and REGION bytes stay after the end).
+        unsafe {
+            let ok = libc::mprotect(at as *mut libc::c_void, rw, libc::PROT_READ | libc::PROT_WRITE);
+            assert_eq!(ok, 0, "cache image mprotect: {}", std::io::Error::last_os_error());
+            // Best effort: without huge pages it faults in 4 KiB at a time.
+            libc::madvise(at as *mut libc::c_void, rw, libc::MADV_HUGEPAGE);
+        }
+        Mapping { base: base.cast(), total, at: at as *mut u8, len }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        if self.total > 0 {
+            // SAFETY: the mapping made in `new`, no longer referred to.
+            unsafe { libc::munmap(self.base.cast(), self.total) };
+        }
+    }
+}
 
 impl Image {
     fn new(key: ImageKey, pages: Vec<u64>, page_size: usize) -> Image {
         debug_assert!(pages.windows(2).all(|w| w[0] < w[1]));
-        let mut data = Vec::with_capacity(pages.len() * page_size);
-        crate::mem::advise_huge(&data);
-        // SAFETY: MaybeUninit needs no initialisation; the pages stay
-        // untouched (and unbacked) until they are mapped in.
-        unsafe { data.set_len(pages.len() * page_size) };
-        let data: Vec<UnsafeCell<MaybeUninit<u8>>> = data;
+        let data = Mapping::new(pages.len() * page_size);
         let state = pages.iter().map(|_| AtomicU8::new(EMPTY)).collect();
-        let regions = if data.is_empty() { 0 } else { Self::region_of(data.as_ptr() as usize, data.len() - 1) + 1 };
-        let ready = (0..regions).map(|_| AtomicBool::new(false)).collect();
-        Image { key, pages, state, data: data.into_boxed_slice(), page_size, ready }
-    }
-
-    /// The region of the byte at `offset` in data starting at `base`.
-    fn region_of(base: usize, offset: usize) -> usize {
-        (base % REGION + offset) / REGION
-    }
-
-    /// The byte range of `data` in region `r`.
-    fn region_span(&self, r: usize) -> (usize, usize) {
-        let skew = self.data.as_ptr() as usize % REGION;
-        ((r * REGION).saturating_sub(skew), ((r + 1) * REGION - skew).min(self.data.len()))
+        let ready = (0..data.len.div_ceil(REGION)).map(|_| AtomicBool::new(false)).collect();
+        Image { key, pages, state, data, page_size, ready }
     }
 
     /// Whether `slot`'s memory is mapped in.
     fn ready(&self, slot: u32) -> bool {
-        let (base, at) = (self.data.as_ptr() as usize, slot as usize * self.page_size);
-        let (a, b) = (Self::region_of(base, at), Self::region_of(base, at + self.page_size - 1));
-        (a..=b).all(|r| self.ready[r].load(Acquire))
+        let at = slot as usize * self.page_size;
+        (at / REGION..=(at + self.page_size - 1) / REGION).all(|r| self.ready[r].load(Acquire))
     }
 
-    /// Maps region `r` in (zeroed by the kernel; no slot there is filled
-    /// yet, and none is until this returns).
+    /// Maps region `r` in by writing a byte of each 4 KiB page (none of its
+    /// slots is filled yet, and none is until this returns).
     fn map_in(&self, r: usize) {
-        let (a, b) = self.region_span(r);
-        crate::mem::populate(self.data[a..b].as_ptr() as usize, b - a);
+        let (a, b) = (r * REGION, ((r + 1) * REGION).min(self.data.len));
+        for off in (a..b).step_by(4096) {
+            // SAFETY: inside the mapping; no other thread touches a region
+            // before it is ready.
+            unsafe { self.data.at.add(off).write_volatile(0) };
+        }
         self.ready[r].store(true, Release);
     }
 
@@ -264,10 +296,9 @@ impl Image {
     pub fn page(&self, slot: u32) -> &[u8] {
         assert!(self.filled(slot), "image slot {slot} read before it was filled");
         let at = slot as usize * self.page_size;
-        let cells = &self.data[at..at + self.page_size];
-        // SAFETY: the slot is filled (its bytes initialised and never
-        // written again); UnsafeCell<MaybeUninit<u8>> has u8's layout.
-        unsafe { std::slice::from_raw_parts(cells.as_ptr().cast::<u8>(), self.page_size) }
+        // SAFETY: the slot is filled (its bytes written and never written
+        // again) and inside the mapping.
+        unsafe { std::slice::from_raw_parts(self.data.at.add(at), self.page_size) }
     }
 
     /// Copies `page` into `slot` if its memory is mapped in (unless another
@@ -281,7 +312,7 @@ impl Image {
         let at = slot as usize * self.page_size;
         // SAFETY: this thread alone moved the slot to FILLING, so nobody
         // reads or writes these bytes until the release below.
-        unsafe { std::ptr::copy_nonoverlapping(page.as_ptr(), self.data[at].get().cast::<u8>(), self.page_size) };
+        unsafe { std::ptr::copy_nonoverlapping(page.as_ptr(), self.data.at.add(at), self.page_size) };
         state.store(FILLED, Release);
     }
 }
@@ -632,8 +663,7 @@ mod tests {
         let page = vec![7u8; ps];
         img.fill(1, &page);
         assert!(!img.filled(1), "a page was copied into memory not mapped in");
-        let (base, at) = (img.data.as_ptr() as usize, ps);
-        img.map_in(Image::region_of(base, at));
+        img.map_in(ps / REGION);
         img.fill(1, &page);
         assert!(!img.filled(1), "a page was copied into a half-mapped slot");
         (0..img.ready.len()).for_each(|r| img.map_in(r));
