@@ -4,23 +4,17 @@
 //! as it was or the store with the whole tensor, `verify` passes, and the
 //! add can be repeated; bad input changes nothing.
 
-// The shared crash harness; this test uses only its disk helpers.
+// The crash workload's helpers; this test uses only its base import.
 #[allow(dead_code)]
 mod common;
-
-use std::path::Path;
-use std::sync::Arc;
+mod harness;
 
 use common::*;
-use solidgraph_io::{BackendChoice, CrashMode, Faults, SimDisk};
+use harness::PowerCuts;
 use solidgraph_store::superblock::TensorMeta;
 use solidgraph_store::*;
 
 const WIDTH: u64 = 37;
-
-fn open_sim(path: &Path, disk: &Arc<SimDisk>) -> Result<Store> {
-    Store::open(path, &OpenOptions { writable: true, cache_bytes: 64 << 10, backend: BackendChoice::Sim(disk.clone()), ..Default::default() })
-}
 
 /// Row v of the added tensor: i32s that name the vertex and column.
 fn row(v: u64) -> Vec<u8> {
@@ -80,41 +74,24 @@ fn power_cut_at_every_io_of_an_add() {
     let dir = tempfile::tempdir().unwrap();
     let base_path = dir.path().join("base");
     import_base(&base_path, 5);
-    let image = std::fs::read(member_path(&base_path, 0)).unwrap();
-    let run = |cut: Option<u64>, mode: CrashMode, trial: &str| -> (bool, u64) {
-        let disk = SimDisk::new(1, 5);
-        disk.load(0, image.clone());
-        let path = dir.path().join(trial);
-        std::fs::create_dir_all(&path).unwrap();
-        let s = open_sim(&path, &disk).unwrap();
-        disk.set_faults(Faults { power_cut_at: cut, ..Default::default() });
-        let acked = add(&s, "emb").is_ok();
-        let ops = disk.ops();
-        drop(s);
-        disk.crash(mode);
-        let s = open_sim(&path, &disk).unwrap_or_else(|e| panic!("{trial}: reopen after the crash: {e}"));
-        s.verify(&mut |_, _| {}).unwrap_or_else(|e| panic!("{trial}: verify after recovery: {e}"));
+    let cuts = PowerCuts { dir: dir.path(), image: std::fs::read(member_path(&base_path, 0)).unwrap(), delta_budget: OpenOptions::default().delta_budget };
+    // Whether the add was acknowledged; then whether the tensor is there.
+    let work = |s: &Store| add(s, "emb").is_ok();
+    let check = |s: &Store, acked: bool, trial: &str| {
         let there = s.tensor_meta("emb").is_ok();
         assert!(there || !acked, "{trial}: an acknowledged add is durable");
         if there {
-            check_added(&s, "emb");
+            check_added(s, "emb");
         } else {
             assert_eq!(s.tensors().len(), 1, "{trial}: the store is as it was");
-            add(&s, "emb").unwrap_or_else(|e| panic!("{trial}: add after recovery: {e}"));
-            check_added(&s, "emb");
+            add(s, "emb").unwrap_or_else(|e| panic!("{trial}: add after recovery: {e}"));
+            check_added(s, "emb");
             s.verify(&mut |_, _| {}).unwrap();
         }
-        drop(s);
-        std::fs::remove_dir_all(&path).unwrap();
-        (there, ops)
+        there
     };
-    let (there, total) = run(None, CrashMode::LoseUnsynced, "clean");
-    assert!(there && total >= 4, "the add does real I/O ({total} ops)");
-    let mut outcomes = [0, 0];
-    for cut in 0..total {
-        outcomes[run(Some(cut), CrashMode::LoseUnsynced, &format!("lose-{cut}")).0 as usize] += 1;
-        outcomes[run(Some(cut), CrashMode::Torn { seed: cut * 7 + 1 }, &format!("torn-{cut}")).0 as usize] += 1;
-    }
-    assert!(outcomes[0] > 0, "some cuts fall before the commit");
-    eprintln!("add_tensor power cuts: {total} I/O operations; recovered as before {} times, with the tensor {} times", outcomes[0], outcomes[1]);
+    let (total, there) = cuts.at_every_io(4, work, check);
+    let with = there.iter().filter(|&&t| t).count();
+    assert!(with < there.len(), "some cuts fall before the commit");
+    eprintln!("add_tensor power cuts: {total} I/O operations; recovered as before {} times, with the tensor {with} times", there.len() - with);
 }
