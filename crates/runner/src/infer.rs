@@ -13,15 +13,19 @@
 
 use std::sync::Arc;
 
+use std::collections::HashMap;
+
 use solidgraph_engine::EngineError;
+use solidgraph_engine::infer_hood::{HoodRows, full_neighbourhood};
 pub use solidgraph_engine::loader::batch_seed;
 use solidgraph_engine::loader::{PrefetchOptions, Prefetcher, Reopen};
-use solidgraph_engine::sampler::SampleOptions;
+use solidgraph_engine::sampler::{Sample, SampleOptions};
 use solidgraph_store::{DType, Direction, Store};
 
 use crate::dfg::{Norm, Op};
 use crate::error::{Result, RunnerError};
 use crate::model::Model;
+use crate::reach::Reach;
 use crate::tensor::Tensor;
 
 /// How [`infer_nodes`] batches and samples.
@@ -101,6 +105,9 @@ pub fn infer_nodes(store: Arc<Store>, model: &Model, nodes: &[u64], o: &InferOpt
     if nodes.is_empty() {
         return Ok(out);
     }
+    if o.fanouts.is_none() {
+        return infer_full(&store, model, nodes, o, fanouts.len(), weighted, progress);
+    }
     let batches: Vec<Vec<u64>> = nodes.chunks(o.batch_size).map(<[u64]>::to_vec).collect();
     let opts = SampleOptions {
         fanouts,
@@ -114,28 +121,71 @@ pub fn infer_nodes(store: Arc<Store>, model: &Model, nodes: &[u64], o: &InferOpt
     let cfg = PrefetchOptions { workers: o.workers, prefetch: o.prefetch, reopen: o.reopen.clone(), ..PrefetchOptions::default() };
     let mut batches_iter = Prefetcher::new(store.clone(), batches, opts, cfg)?;
     let mut done = 0usize;
-    let mut first = std::collections::HashMap::new();
+    let mut first = HashMap::new();
     while let Some(sample) = batches_iter.next() {
         let sample = sample?;
         let weights = if weighted { Some(sample_weights(&store, &sample)?) } else { None };
         let rows = model.run_sample(&sample, weights.as_deref())?;
-        // The sample lists each seed once, in first-occurrence order; a repeated node takes its first row.
         let batch = &nodes[done..(done + o.batch_size).min(nodes.len())];
-        first.clear();
-        for (k, &v) in batch.iter().enumerate() {
-            let next = first.len();
-            let r = *first.entry(v).or_insert(next);
-            if r >= rows.rows || sample.node[r] != v {
-                return Err(RunnerError::Invalid(format!("the sample of batch at node {done} does not list seed {v} at row {r}")));
-            }
-            out.data[(done + k) * cols..(done + k + 1) * cols].copy_from_slice(&rows.data[r * cols..(r + 1) * cols]);
-        }
+        place(&mut out, done, batch, &sample, &rows, &mut first)?;
         done += batch.len();
         progress(done);
     }
     if done != nodes.len() {
         return Err(RunnerError::Invalid(format!("inference stopped after {done} of {} nodes", nodes.len())));
     }
+    Ok(out)
+}
+
+/// Copies each node of `batch` (output rows `done..`) from its seed's row of `rows`.
+fn place(out: &mut Tensor, done: usize, batch: &[u64], sample: &Sample, rows: &Tensor, first: &mut HashMap<u64, usize>) -> Result<()> {
+    let cols = out.cols;
+    // The sample lists each seed once, in first-occurrence order; a repeated node takes its first row.
+    first.clear();
+    for (k, &v) in batch.iter().enumerate() {
+        let next = first.len();
+        let r = *first.entry(v).or_insert(next);
+        if r >= rows.rows || sample.node[r] != v {
+            return Err(RunnerError::Invalid(format!("the sample of batch at node {done} does not list seed {v} at row {r}")));
+        }
+        out.data[(done + k) * cols..(done + k + 1) * cols].copy_from_slice(&rows.data[r * cols..(r + 1) * cols]);
+    }
+    Ok(())
+}
+
+/// The full-neighbourhood path: per batch, `infer_hood::full_neighbourhood`
+/// (lists and rows of each hop read together, rows only within each input's
+/// reach) on a second thread, up to `prefetch` batches ahead, while this
+/// thread runs the model on the nodes within the model's reach.
+fn infer_full(store: &Store, model: &Model, nodes: &[u64], o: &InferOptions, hops: usize, weighted: bool, progress: &mut dyn FnMut(usize)) -> Result<Tensor> {
+    let reach = Reach::of(model.dfg());
+    let keep = reach.total.min(hops);
+    let rows: Vec<HoodRows> = o.features.iter().zip(&reach.inputs).map(|(t, r)| HoodRows { tensor: t.clone(), hops: r.unwrap_or(0).min(keep) }).collect();
+    let mut out = Tensor::zeros(nodes.len(), model.output_cols());
+    let mut first = HashMap::new();
+    let mut done = 0usize;
+    std::thread::scope(|s| -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(o.prefetch.max(1));
+        s.spawn(move || {
+            for batch in nodes.chunks(o.batch_size) {
+                let hood = full_neighbourhood(store, batch, hops, &rows);
+                let failed = hood.is_err();
+                // The receiver stops at an error of its own: nothing left to send to.
+                if tx.send(hood).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        for batch in nodes.chunks(o.batch_size) {
+            let sample = rx.recv().map_err(|_| RunnerError::Invalid(format!("the neighbourhood of the batch at node {done} was not read")))??;
+            let weights = if weighted { Some(sample_weights(store, &sample)?) } else { None };
+            let rows = model.run_hood(&sample, keep, weights.as_deref())?;
+            place(&mut out, done, batch, &sample, &rows, &mut first)?;
+            done += batch.len();
+            progress(done);
+        }
+        Ok(())
+    })?;
     Ok(out)
 }
 

@@ -17,6 +17,8 @@
 //!   ahead of the model like the engine's loader.
 //! - [`whole`]: [`infer_all`], whole-graph inference layer by layer into
 //!   checksummed row files ([`rowfile`]), resumable per layer.
+//! - [`reach`]: how many hops from a target the output reads, per input and in all,
+//!   so that a full-neighbourhood request gathers rows and computes only that far.
 //! - [`models`]: builders of GCN, GraphSAGE, GIN, GAT and NGCF, with their exact
 //!   semantics (what matches PyG) in that module's docs.
 //!
@@ -36,6 +38,7 @@ pub mod model;
 pub mod models;
 pub mod plan;
 pub mod plugin;
+pub mod reach;
 pub mod registry;
 pub mod rowfile;
 pub mod tensor;

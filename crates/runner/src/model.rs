@@ -179,6 +179,66 @@ impl Model {
         Ok(self.run(&blocks, &inputs)?.head(seeds))
     }
 
+    /// One full neighbourhood (`infer_hood::full_neighbourhood`) end to end,
+    /// computing only on the nodes within `keep` hops of the seeds: the
+    /// seeds' rows equal [`Model::run_sample`]'s on the whole neighbourhood
+    /// when `keep` is at least the model's total reach ([`Reach`](crate::reach::Reach)).
+    /// `sample.tensors[i]` may hold only its first rows (those within input
+    /// i's reach); the rest of the `keep` hops read zeros, which no seed's
+    /// row depends on. Degrees for GCN's normalisation are taken on the
+    /// whole neighbourhood first, so the kept nodes keep theirs.
+    pub fn run_hood(&self, sample: &Sample, keep: usize, edge_weights: Option<&[f32]>) -> Result<Tensor> {
+        if sample.tensors.len() != self.dfg.inputs.len() {
+            return Err(RunnerError::Invalid(format!("the sample gathered {} tensors for the model's {} inputs", sample.tensors.len(), self.dfg.inputs.len())));
+        }
+        let n = sample.node.len();
+        let m = (sample.num_sampled_nodes.iter().take(keep + 1).sum::<u64>() as usize).min(n);
+        let whole = Block::from_edges(n, n, &sample.row, &sample.col, edge_weights)?;
+        let block = if m == n { whole } else { self.kept_block(&whole, sample, m, edge_weights)? };
+        let inputs = self
+            .dfg
+            .inputs
+            .iter()
+            .zip(&sample.tensors)
+            .map(|(spec, rows)| {
+                let mut t = Tensor::from_rows(&spec.name, rows)?;
+                if t.rows > m {
+                    return Err(RunnerError::Input { name: spec.name.clone(), message: format!("{} rows for {m} nodes", t.rows) });
+                }
+                t.data.resize(m * t.cols, 0.0);
+                t.rows = m;
+                Ok((spec.name.clone(), t))
+            })
+            .collect::<Result<_>>()?;
+        let seeds = sample.num_sampled_nodes.first().copied().unwrap_or(0) as usize;
+        Ok(self.run(&vec![block; self.dfg.blocks], &inputs)?.head(seeds))
+    }
+
+    /// The first `m` nodes of `whole` and the edges among them, with each
+    /// node's degree in `whole` for every view a normalisation reads.
+    fn kept_block(&self, whole: &Block, sample: &Sample, m: usize, edge_weights: Option<&[f32]>) -> Result<Block> {
+        let mut views: Vec<(SelfLoops, bool)> = Vec::new();
+        for step in &self.plan.steps {
+            if let Some((_, loops, weighted, Norm::Sym)) = step.op.edges()
+                && !views.contains(&(loops, weighted))
+            {
+                views.push((loops, weighted));
+            }
+        }
+        let degrees = views
+            .into_iter()
+            .map(|key| {
+                let v = whole.view(key.0, key.1, Norm::None);
+                (key, (0..m).map(|d| v.coef[v.indptr[d]..v.indptr[d + 1]].iter().sum()).collect())
+            })
+            .collect();
+        let kept: Vec<usize> = (0..sample.row.len()).filter(|&e| (sample.row[e] as usize) < m && (sample.col[e] as usize) < m).collect();
+        let src: Vec<u64> = kept.iter().map(|&e| sample.row[e]).collect();
+        let dst: Vec<u64> = kept.iter().map(|&e| sample.col[e]).collect();
+        let w: Option<Vec<f32>> = edge_weights.map(|w| kept.iter().map(|&e| w[e]).collect());
+        Block::from_edges(m, m, &src, &dst, w.as_deref())?.with_degrees(degrees)
+    }
+
     fn bind_inputs<'a>(&self, blocks: &[Block], inputs: &'a HashMap<String, Tensor>) -> Result<Vec<&'a Tensor>> {
         if blocks.len() != self.dfg.blocks {
             return Err(RunnerError::Block { index: blocks.len(), message: format!("the model reads {} blocks, {} given", self.dfg.blocks, blocks.len()) });
