@@ -321,7 +321,7 @@ impl Delta {
         if let Some(l) = self.out.added.get(&s).and_then(|a| a.binary_search_by_key(&d, |e| e.0).ok().map(|k| a[k].2)) {
             return Some(Some(l));
         }
-        if self.out.removed.get(&s).is_some_and(|r| r.binary_search(&d).is_ok()) {
+        if !self.out.removed.is_empty() && self.out.removed.get(&s).is_some_and(|r| r.binary_search(&d).is_ok()) {
             return Some(None);
         }
         None
@@ -359,7 +359,8 @@ impl Delta {
                 o.indptr.push(o.indices.len() as u64);
                 continue;
             }
-            let removed = dd.removed.get(&v);
+            // Most deltas only add: skip a trie walk per list.
+            let removed = if dd.removed.is_empty() { None } else { dd.removed.get(&v) };
             let added = dd.added.get(&v);
             if removed.is_none() && added.is_none() && !any_deleted {
                 // Untouched list: copy it as it is.
