@@ -104,9 +104,11 @@ def test_budget_split_and_minimum(g):
         assert p["minimum"] == minimum
         assert p["cache_bytes"] + p["row_cache_bytes"] + p["total"] == budget
         assert p["cache_bytes"] >= 8 << 20
+        # The cap is the least; every byte above the minimum goes to the caches.
         if last:
-            assert p["buffer_bytes"] >= last["buffer_bytes"] and p["row_cache_bytes"] >= last["row_cache_bytes"]
-        last = p
+            assert p["buffer_bytes"] == last["buffer_bytes"] and p["row_cache_bytes"] >= last["row_cache_bytes"]
+            assert p["cache_bytes"] + p["row_cache_bytes"] - last["cache_bytes"] - last["row_cache_bytes"] == budget - last_budget
+        last, last_budget = p, budget
 
 
 def test_budgeted_loader_gives_the_same_batches(g):
@@ -122,3 +124,12 @@ def test_budgeted_loader_gives_the_same_batches(g):
     for a, b in zip(free, got):
         np.testing.assert_array_equal(a, b.n_id.numpy())
     assert tight.memory["total"] <= minimum
+    # Where the pipeline waited: every batch drawn ahead in some group, and
+    # the bytes held under the cap within the bound on the buffers.
+    st = tight.stats
+    p = st["pipeline"]
+    assert p["drawn"] == len(got) and 1 <= p["draws"] <= len(got), p
+    assert 0 < p["peak_held"] <= tight.memory["buffers"], (p, tight.memory)
+    assert p["cap_waits"] >= 0 and p["cap_wait_s"] >= 0 and p["consumer_wait_s"] >= 0
+    # The loader's own handle, opened with the split: it read the batches.
+    assert st["store"]["bytes_read"] > 0 and st["store"]["cache_budget"] > 0

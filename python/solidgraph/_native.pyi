@@ -588,6 +588,23 @@ class SampleLoader(Iterator[Sample]):
     @property
     def position(self) -> int:
         """Batches handed out so far."""
+    @property
+    def stats(self) -> LoaderStats:
+        """Where the pipeline waited so far (see LoaderStats)."""
+
+@type_check_only
+class LoaderStats(TypedDict):
+    """A loader's pipeline: groups sampled ahead (`draws`) and the batches
+    in them (`drawn`), worker waits for the buffer cap (`cap_waits`,
+    `cap_wait_s`), the consumer's wait for batches (`consumer_wait_s`), the
+    most bytes held under the cap (`peak_held`)."""
+
+    draws: int
+    drawn: int
+    cap_waits: int
+    cap_wait_s: float
+    consumer_wait_s: float
+    peak_held: int
 
 def loader_memory(
     graph: Graph,
@@ -879,6 +896,7 @@ class RdfStore:
         base_iri: str | None = None,
         to_graph: _GraphName | None = None,
         lenient: bool = False,
+        memory_budget: int | None = None,
     ) -> None:
         """External-memory bulk load into a new store; into an existing one, `load`."""
     def load(

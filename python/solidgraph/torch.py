@@ -143,11 +143,15 @@ class NeighborLoader:
     - `memory_budget` (bytes): the loader splits it itself between a page
       cache, a row cache and its buffers (a cap on the bytes of the batches
       it holds, at their real sizes, that `prefetch` and `lookahead` then
-      run within) and samples through its own
+      run within: room for two batches at their most, a sampling group
+      reserving each batch's most from its seeds' degrees; everything above
+      the minimum goes to the caches) and samples through its own
       read-only handle on `g`'s store opened with those caches; `g`'s own
       caches are not part of it (open `g` with a small `cache_bytes`). A
       budget below the minimum for these batches is an InvalidArgumentError
       naming the minimum. `memory` then also has the split.
+    - `stats`: where the latest epoch's pipeline waited (for the cap, for
+      batches) and its store handle's cache hits and bytes read.
     """
 
     def __init__(
@@ -211,6 +215,7 @@ class NeighborLoader:
                 seeds=self.input_nodes, replace=replace,
             )
         self._store = g
+        self._it = None
         self._buffer_bytes = None
         if memory_budget is not None:
             self._buffer_bytes = self.memory["buffer_bytes"]
@@ -262,7 +267,19 @@ class NeighborLoader:
             # Only a budgeted (local) loader has a cap to pass.
             **({} if self._buffer_bytes is None else {"buffer_bytes": self._buffer_bytes}),
         )
+        self._it = it
         return self._batches(it, positions)
+
+    @property
+    def stats(self) -> dict:
+        """The latest epoch's pipeline (`pipeline`: groups sampled ahead,
+        waits for the buffer cap and the consumer's waits for batches, see
+        `SampleLoader.stats`) and the counters of the store handle it
+        samples through (`store`: `Graph.stats`; `g`'s own without
+        `memory_budget`)."""
+        # A remote graph's loader and handle may report neither.
+        stats = getattr(self._store, "stats", None)
+        return {"pipeline": getattr(self._it, "stats", None), "store": stats() if stats else None}
 
     def _batches(self, it, positions) -> Iterator[Any]:
         for pos, s in zip(positions, it):

@@ -301,13 +301,13 @@ pub struct BudgetPlan {
 /// Splits `budget` between the loader's buffers and the store's caches.
 /// The buffers need at least room for the two batches handed out, one
 /// drawn and one gathered (at their most); below that plus the smallest
-/// page cache the budget is refused. Of the rest, a quarter goes to the
-/// buffers (no more than `cfg`'s prefetch and lookahead can hold) and the
-/// caches get the remainder: three quarters to the row cache when rows are
-/// gathered (hot rows share pages with cold ones), the rest to pages. The
-/// cap counts batches at their real sizes, usually a fraction of their
-/// most, so even the smallest cap holds most of the lookahead and
-/// prefetch, while every byte of cache saves reads.
+/// page cache the budget is refused. The cap is that least (no more than
+/// `cfg`'s prefetch and lookahead can hold) and the caches get the rest:
+/// three quarters to the row cache when rows are gathered (hot rows share
+/// pages with cold ones), the rest to pages. The cap counts batches at
+/// their real sizes, usually a fraction of their most, and a draw
+/// reserves each batch's own most, so the least cap already holds most of
+/// the lookahead and prefetch, while every byte of cache saves reads.
 pub fn plan_budget(budget: u64, shape: &BatchShape, cfg: &PrefetchOptions) -> Result<BudgetPlan> {
     let full = loader_memory(shape, &PrefetchOptions { buffer_bytes: None, ..cfg.clone() })?;
     let (n, e) = shape.most()?;
@@ -325,8 +325,8 @@ pub fn plan_budget(budget: u64, shape: &BatchShape, cfg: &PrefetchOptions) -> Re
             MIN_PAGE_CACHE >> 20
         )));
     }
-    let buffers = (least + (budget - minimum) / 4).min(full.buffers).max(least);
-    let cap = buffers - pass;
+    // The least buffers less the pass: the two batches handed out.
+    let cap = full.handed;
     let memory = loader_memory(shape, &PrefetchOptions { buffer_bytes: Some(cap), ..cfg.clone() })?;
     let caches = budget - memory.total();
     let row_cache_bytes = if shape.row_bytes > 0 { (caches * 3 / 4).min(caches - MIN_PAGE_CACHE) } else { 0 };
@@ -341,6 +341,23 @@ pub fn batch_seed(seed: u64, i: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Where a loader's pipeline spent its time, since it started: to tell a
+/// cap that stalls it from a store that is slow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LoaderStats {
+    /// Groups sampled ahead, and the batches in them.
+    pub draws: u64,
+    pub drawn: u64,
+    /// Waits of a worker that had a draw or a gather to take but for the
+    /// buffer cap, and their time.
+    pub cap_waits: u64,
+    pub cap_wait_ns: u64,
+    /// Time the consumer waited for its next batch.
+    pub consumer_wait_ns: u64,
+    /// Most bytes held under the cap (real sizes, and draws reserved).
+    pub peak_held: u64,
+}
+
 /// A batch sampled ahead; its rows count as upcoming until `expected` drops.
 struct Ahead {
     sub: Subgraph,
@@ -350,18 +367,41 @@ struct Ahead {
 }
 
 /// A loader's byte accounting under a buffer cap (`buffer_bytes`).
-#[derive(Clone, Copy)]
 struct Budget {
     cap: u64,
     row_bytes: u64,
-    /// `ahead_bytes` and `gathered_bytes` of the largest batch at its most.
-    ahead_most: u64,
-    gathered_most: u64,
+    /// `ahead_bytes` and `gathered_bytes` of each batch at its most, from
+    /// its own seeds' degrees: a draw reserves what its batches can hold,
+    /// not what the epoch's largest batch can.
+    ahead_most: Vec<u64>,
+    gathered_most: Vec<u64>,
 }
 
 impl Budget {
+    fn new(store: &Store, batches: &[Vec<u64>], o: &SampleOptions, cap: u64) -> Result<Budget> {
+        let longest = batches.iter().map(Vec::len).max().unwrap_or(1).max(1);
+        let mut shape = BatchShape::of(store, longest, o)?;
+        let draws = first_hop_draws(store, &batches.concat(), o)?;
+        let (mut ahead_most, mut gathered_most) = (Vec::with_capacity(batches.len()), Vec::with_capacity(batches.len()));
+        let mut at = 0;
+        for b in batches {
+            shape.batch_size = b.len().max(1) as u64;
+            shape.first_draws = draws.as_ref().map(|d| d[at..at + b.len()].iter().sum());
+            at += b.len();
+            let (n, e) = shape.most()?;
+            ahead_most.push(ahead_bytes(n, e));
+            gathered_most.push(gathered_bytes(n, e, shape.row_bytes));
+        }
+        Ok(Budget { cap, row_bytes: shape.row_bytes, ahead_most, gathered_most })
+    }
+
     fn gathered(&self, nodes: usize, edges: usize) -> u64 {
         gathered_bytes(nodes as u64, edges as u64, self.row_bytes)
+    }
+
+    /// Bytes batches `i..i + n` reserve while they are drawn.
+    fn drawing(&self, i: usize, n: usize) -> u64 {
+        self.ahead_most[i..i + n].iter().sum()
     }
 }
 
@@ -385,6 +425,7 @@ struct State {
     drawing: u64,
     handed: std::collections::VecDeque<u64>,
     gathered_n: usize,
+    stats: LoaderStats,
 }
 
 impl State {
@@ -400,6 +441,7 @@ impl State {
             drawing: 0,
             handed: Default::default(),
             gathered_n: 0,
+            stats: LoaderStats::default(),
         }
     }
 
@@ -411,13 +453,25 @@ impl State {
         self.held -= dropped.values().map(|a| a.bytes).sum::<u64>();
     }
 
-    /// Batches of a group that fit under the cap (at their most), at least
-    /// one when nothing is ahead: the consumer's next batch must come.
-    fn fit_draw(&self, b: Option<&Budget>, n: usize) -> usize {
+    /// Batches of the group `i..i + n` that fit under the cap (each at its
+    /// most), at least one when nothing is ahead: the consumer's next
+    /// batch must come.
+    fn fit_draw(&self, b: Option<&Budget>, i: usize, n: usize) -> usize {
         let Some(b) = b else { return n };
-        let room = b.cap.saturating_sub(self.held + self.drawing) / b.ahead_most.max(1);
-        let fit = n.min(room as usize);
+        let mut room = b.cap.saturating_sub(self.held + self.drawing);
+        let mut fit = 0;
+        for &most in &b.ahead_most[i..i + n] {
+            if most > room {
+                break;
+            }
+            room -= most;
+            fit += 1;
+        }
         if fit == 0 && self.pending == 0 { 1 } else { fit }
+    }
+
+    fn note_held(&mut self) {
+        self.stats.peak_held = self.stats.peak_held.max(self.held + self.drawing);
     }
 
     /// Whether gathering `need` more bytes fits under the cap; always when
@@ -436,9 +490,9 @@ enum Task {
     Gather(usize, Ahead),
 }
 
-/// What a Whole task holds before its batch is sampled: the most.
-fn whole_most(b: &Budget) -> u64 {
-    b.ahead_most + b.gathered_most
+/// What a Whole task for batch `i` holds before it is sampled: its most.
+fn whole_most(b: &Budget, i: usize) -> u64 {
+    b.ahead_most[i] + b.gathered_most[i]
 }
 
 struct Shared {
@@ -447,7 +501,7 @@ struct Shared {
     opts: Arc<SampleOptions>,
     prefetch: usize,
     lookahead: usize,
-    budget: Option<Budget>,
+    budget: Option<Arc<Budget>>,
     cancel: AtomicBool,
     state: Mutex<State>,
     /// Workers wait here for a task.
@@ -466,40 +520,56 @@ impl Shared {
                 return None;
             }
             let i = st.next_draw;
-            let b = self.budget.as_ref();
+            let b = self.budget.as_deref();
             if self.lookahead == 0 {
-                let most = b.map_or(0, whole_most);
+                let most = b.filter(|_| i < end).map_or(0, |b| whole_most(b, i));
                 if i < end && i < st.consumed + self.prefetch && st.fit_gather(b, most) {
                     st.next_draw += 1;
                     st.gathered_n += 1;
                     st.held += most;
+                    st.note_held();
                     return Some(Task::Whole(i));
                 }
             } else {
                 // A whole group or the epoch's last batches, not a batch as
                 // each gather frees a place: groups share their reads.
-                let n = st.fit_draw(b, self.group().min(end.saturating_sub(i)));
+                let want = self.group().min(end.saturating_sub(i));
+                let n = st.fit_draw(b, i, want);
                 if n > 0 && st.pending + n <= self.lookahead {
                     st.next_draw += n;
                     st.pending += n;
-                    st.drawing += b.map_or(0, |b| b.ahead_most * n as u64);
+                    st.drawing += b.map_or(0, |b| b.drawing(i, n));
+                    st.stats.draws += 1;
+                    st.stats.drawn += n as u64;
+                    st.note_held();
                     return Some(Task::Draw(i, n));
                 }
+                let mut capped = n < want && want > 0 && st.pending + want <= self.lookahead;
                 let room = st.consumed + self.prefetch;
                 // Gathered, a batch holds its rows and ids instead of its ids.
                 let gathered = |a: &Ahead| b.map_or(0, |b| b.gathered(a.sub.nodes().len(), a.sub.edges()));
                 if let Some((&j, a)) = st.ahead.first_key_value()
                     && j < room
-                    && st.fit_gather(b, gathered(a).saturating_sub(a.bytes))
                 {
-                    let a = st.ahead.remove(&j).expect("first entry above");
-                    st.pending -= 1;
-                    st.gathered_n += 1;
-                    st.held = st.held + gathered(&a) - a.bytes;
-                    drop(st);
-                    // Room for one more batch ahead.
-                    self.room.notify_all();
-                    return Some(Task::Gather(j, a));
+                    if st.fit_gather(b, gathered(a).saturating_sub(a.bytes)) {
+                        let a = st.ahead.remove(&j).expect("first entry above");
+                        st.pending -= 1;
+                        st.gathered_n += 1;
+                        st.held = st.held + gathered(&a) - a.bytes;
+                        st.note_held();
+                        drop(st);
+                        // Room for one more batch ahead.
+                        self.room.notify_all();
+                        return Some(Task::Gather(j, a));
+                    }
+                    capped = true;
+                }
+                if capped {
+                    let t = std::time::Instant::now();
+                    st = self.room.wait_locked(st);
+                    st.stats.cap_waits += 1;
+                    st.stats.cap_wait_ns += t.elapsed().as_nanos() as u64;
+                    continue;
                 }
             }
             st = self.room.wait_locked(st);
@@ -526,7 +596,7 @@ impl Shared {
                     if let (Some(b), Ok(s)) = (&self.budget, &r) {
                         // Held at its most until now; its real size from here.
                         let mut st = self.state.locked();
-                        st.held = st.held - whole_most(b) + b.gathered(s.node.len(), s.row.len());
+                        st.held = st.held - whole_most(b, i) + b.gathered(s.node.len(), s.row.len());
                     }
                     self.finish(i, r);
                 }
@@ -541,7 +611,7 @@ impl Shared {
                         Err(e) => vec![Err(e)],
                     };
                     let mut st = self.state.locked();
-                    st.drawing -= self.budget.as_ref().map_or(0, |b| b.ahead_most * n as u64);
+                    st.drawing -= self.budget.as_ref().map_or(0, |b| b.drawing(i, n));
                     for (j, r) in (i..).zip(subs) {
                         match r {
                             Ok(sub) if st.failed_at.is_none_or(|f| j < f) => {
@@ -628,13 +698,15 @@ pub struct Prefetcher {
     batches: Arc<Vec<Vec<u64>>>,
     opts: Arc<SampleOptions>,
     cfg: PrefetchOptions,
-    budget: Option<Budget>,
+    budget: Option<Arc<Budget>>,
     cache_bytes: u64,
     pid: u32,
     /// Batches handed out so far.
     next: usize,
     finished: bool,
     run: Option<Running>,
+    /// Of the runs that ended (one per process the epoch ran in).
+    ended: LoaderStats,
 }
 
 impl Prefetcher {
@@ -649,16 +721,9 @@ impl Prefetcher {
             return Err(EngineError::Invalid(format!("lookahead {} is over the limit of {MAX_LOOKAHEAD} batches", cfg.lookahead)));
         }
         check_options(&store, &opts)?;
-        let budget = match cfg.buffer_bytes {
-            None => None,
-            Some(cap) => {
-                // The most of the largest of these batches, from their
-                // seeds' degrees; checks the fanouts are bounded.
-                let shape = BatchShape::of_batches(&store, &batches, &opts)?;
-                let (n, e) = shape.most()?;
-                Some(Budget { cap, row_bytes: shape.row_bytes, ahead_most: ahead_bytes(n, e), gathered_most: gathered_bytes(n, e, shape.row_bytes) })
-            }
-        };
+        // Each batch's most from its seeds' degrees; checks the fanouts
+        // are bounded.
+        let budget = cfg.buffer_bytes.map(|cap| Budget::new(&store, &batches, &opts, cap).map(Arc::new)).transpose()?;
         let cache_bytes = store.stats().cache.budget;
         let mut p = Prefetcher {
             store,
@@ -671,6 +736,7 @@ impl Prefetcher {
             next: 0,
             finished: false,
             run: None,
+            ended: LoaderStats::default(),
         };
         p.start();
         Ok(p)
@@ -689,6 +755,11 @@ impl Prefetcher {
         self.next
     }
 
+    /// Where the pipeline waited so far in this process.
+    pub fn stats(&self) -> LoaderStats {
+        self.run.as_ref().map_or(self.ended, |r| r.shared.state.locked().stats)
+    }
+
     fn start(&mut self) {
         if self.next >= self.batches.len() {
             return;
@@ -699,7 +770,7 @@ impl Prefetcher {
             opts: self.opts.clone(),
             prefetch: self.cfg.prefetch,
             lookahead: self.cfg.lookahead,
-            budget: self.budget,
+            budget: self.budget.clone(),
             cancel: AtomicBool::new(false),
             state: Mutex::new(State::new(self.next)),
             room: Condvar::new(),
@@ -744,13 +815,16 @@ impl Prefetcher {
         let sh = &run.shared;
         let i = self.next;
         let r = {
+            let t = std::time::Instant::now();
             let mut st = sh.state.locked();
-            loop {
+            let r = loop {
                 if let Some(r) = st.done.remove(&i) {
                     break r;
                 }
                 st = sh.ready.wait_locked(st);
-            }
+            };
+            st.stats.consumer_wait_ns += t.elapsed().as_nanos() as u64;
+            r
         };
         {
             let mut st = sh.state.locked();
@@ -776,6 +850,7 @@ impl Prefetcher {
     fn finish(&mut self) {
         self.finished = true;
         if let Some(run) = self.run.take() {
+            self.ended = run.shared.state.locked().stats;
             run.stop();
         }
     }
@@ -972,8 +1047,10 @@ mod tests {
             assert!(p.cache_bytes >= MIN_PAGE_CACHE);
             // Buffers never past what the counts hold.
             assert!(p.memory.buffers <= loader_memory(&shape, &c).unwrap().buffers);
+            // Every byte above the minimum goes to the caches.
             if let Some(l) = &last {
-                assert!(p.buffer_bytes >= l.buffer_bytes && p.cache_bytes >= l.cache_bytes && p.row_cache_bytes >= l.row_cache_bytes, "{l:?} -> {p:?}");
+                assert_eq!(p.buffer_bytes, l.buffer_bytes, "{l:?} -> {p:?}");
+                assert!(p.cache_bytes >= l.cache_bytes && p.row_cache_bytes >= l.row_cache_bytes, "{l:?} -> {p:?}");
             }
             last = Some(p);
         }
@@ -1041,6 +1118,42 @@ mod tests {
     /// Distinct vertices whose rows an epoch gathers.
     fn got_rows(samples: &[Sample]) -> u64 {
         samples.iter().flat_map(|s| s.node.iter().copied()).collect::<std::collections::HashSet<u64>>().len() as u64
+    }
+
+    /// A draw reserves each batch's own most: a group of small batches
+    /// fits where the epoch's largest would not, and the consumer's next
+    /// batch is drawn even when it alone passes the cap.
+    #[test]
+    fn draws_reserve_each_batchs_own_most() {
+        let b = Budget { cap: 10, row_bytes: 0, ahead_most: vec![8, 2, 2, 2, 9, 1], gathered_most: vec![0; 6] };
+        let mut st = State::new(0);
+        assert_eq!(st.fit_draw(Some(&b), 1, 4), 3, "2 + 2 + 2 + 9 passes 10 at the fourth");
+        assert_eq!(st.fit_draw(Some(&b), 1, 3), 3);
+        assert_eq!(st.fit_draw(Some(&b), 0, 2), 2);
+        st.held = 9;
+        assert_eq!(st.fit_draw(Some(&b), 5, 1), 1);
+        assert_eq!(st.fit_draw(Some(&b), 4, 2), 1, "nothing ahead: the next batch comes");
+        st.pending = 1;
+        assert_eq!(st.fit_draw(Some(&b), 4, 2), 0);
+        assert_eq!(st.fit_draw(None, 4, 2), 2);
+    }
+
+    /// In the varied store, a batch of low-degree seeds reserves less than
+    /// one of high-degree seeds, and each at least what it samples.
+    #[test]
+    fn budget_reserves_per_batch_from_seed_degrees() {
+        let n = 3000;
+        let (_d, s) = varied_store(n);
+        let o = SampleOptions { fanouts: vec![4, 3], direction: Direction::Out, tensors: vec!["x".into()], ..Default::default() };
+        let low: Vec<u64> = (0..n).filter(|v| v % 6 < 2).take(64).collect();
+        let high: Vec<u64> = (0..n).filter(|v| v % 6 == 5).take(64).collect();
+        let b = Budget::new(&s, &[low.clone(), high.clone()], &o, 0).unwrap();
+        assert!(b.ahead_most[0] * 3 < b.ahead_most[1] && b.gathered_most[0] * 3 < b.gathered_most[1], "{:?} {:?}", b.ahead_most, b.gathered_most);
+        for (i, seeds) in [low, high].iter().enumerate() {
+            let got = sample_neighbors(&s, seeds, &o).unwrap();
+            assert!(ahead_bytes(got.node.len() as u64, got.row.len() as u64) <= b.ahead_most[i]);
+            assert!(b.gathered(got.node.len(), got.row.len()) <= b.gathered_most[i]);
+        }
     }
 
     #[test]

@@ -53,6 +53,24 @@ impl SampleLoader {
     fn position(&self) -> usize {
         self.inner.position()
     }
+
+    /// Where the pipeline waited so far: groups sampled ahead (`draws`,
+    /// `drawn` batches), waits for the buffer cap (`cap_waits`,
+    /// `cap_wait_s`), the consumer's wait for its next batch
+    /// (`consumer_wait_s`) and the most bytes held under the cap
+    /// (`peak_held`).
+    #[getter]
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.inner.stats();
+        let d = PyDict::new(py);
+        d.set_item("draws", s.draws)?;
+        d.set_item("drawn", s.drawn)?;
+        d.set_item("cap_waits", s.cap_waits)?;
+        d.set_item("cap_wait_s", s.cap_wait_ns as f64 / 1e9)?;
+        d.set_item("consumer_wait_s", s.consumer_wait_ns as f64 / 1e9)?;
+        d.set_item("peak_held", s.peak_held)?;
+        Ok(d)
+    }
 }
 
 /// The bound on a loader's memory outside the store's caches, in bytes by
