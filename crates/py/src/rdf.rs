@@ -687,7 +687,9 @@ impl PyRdfStore {
     /// this is the external-memory bulk loader, which leaves nothing behind
     /// on failure; into an existing store, it is `load`: one durable update.
     /// Give `path` (a file) or `input` (bytes, str or a file object).
-    #[pyo3(signature = (input=None, format=None, *, path=None, base_iri=None, to_graph=None, lenient=false))]
+    /// `memory_budget` (bytes) bounds the bulk loader's term map, sort
+    /// buffers and import.
+    #[pyo3(signature = (input=None, format=None, *, path=None, base_iri=None, to_graph=None, lenient=false, memory_budget=None))]
     #[allow(clippy::too_many_arguments)]
     fn bulk_load(
         &self,
@@ -698,9 +700,13 @@ impl PyRdfStore {
         base_iri: Option<String>,
         to_graph: Option<&Bound<'_, PyAny>>,
         lenient: bool,
+        memory_budget: Option<u64>,
     ) -> PyResult<()> {
         let fmt = rdf_format_of(format)?;
-        let o = load_options(fmt, base_iri, to_graph, lenient)?;
+        let mut o = load_options(fmt, base_iri, to_graph, lenient)?;
+        if let Some(b) = memory_budget {
+            o.memory_budget = b;
+        }
         let (file, _spooled) = source(input, path, fmt)?;
         let mut g = self.inner.lock().map_err(|_| PyValueError::new_err("store lock poisoned"))?;
         if g.is_none() && !exists_as_store(&self.path) && !self.read_only {

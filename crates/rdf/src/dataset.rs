@@ -17,12 +17,11 @@ use std::sync::{Arc, RwLock};
 use oxrdf::Term;
 use rustc_hash::FxHashMap;
 use spareval::{CancellationToken, ExpressionTerm, InternalQuad, QueryableDataset};
-use spargebra::algebra::PropertyPathExpression;
 use std::time::Duration;
 
 use crate::dict::Dict;
 use crate::error::{RdfError, Result};
-use crate::path::{Eval, Path};
+use crate::path::{Eval, Path, Rewritten};
 use crate::state::{GraphSel, Snapshot};
 use crate::term;
 
@@ -37,7 +36,7 @@ pub struct QueryData {
     placeholders: Option<Rc<str>>,
     /// Property paths the query's rewrite replaced, by the side id of the
     /// IRI that stands for each (see `path::rewrite`).
-    paths: FxHashMap<u64, Path>,
+    paths: FxHashMap<u64, (Path, bool)>,
     cancel: CancellationToken,
     timeout: Option<Duration>,
 }
@@ -56,11 +55,11 @@ impl QueryData {
     /// Registers the paths `path::rewrite` took out of the query: path `i`
     /// is answered for the predicate IRI `prefix` + `i`. `cancel` stops a
     /// path evaluation between levels.
-    pub fn set_paths(&mut self, prefix: &str, exprs: &[PropertyPathExpression], cancel: CancellationToken, timeout: Option<Duration>) -> Result<()> {
+    pub fn set_paths(&mut self, prefix: &str, paths: &[Rewritten], cancel: CancellationToken, timeout: Option<Duration>) -> Result<()> {
         self.cancel = cancel;
         self.timeout = timeout;
-        for (i, e) in exprs.iter().enumerate() {
-            let path = Path::compile(e, &mut |n| self.id(&Term::NamedNode(n.clone())))?;
+        for (i, r) in paths.iter().enumerate() {
+            let path = Path::compile(&r.expr, &mut |n| self.id(&Term::NamedNode(n.clone())))?;
             // The IRI is the query's own (a random prefix): a side term
             // without a dictionary lookup.
             let t = Term::NamedNode(oxrdf::NamedNode::new_unchecked(format!("{prefix}{i}")));
@@ -69,7 +68,7 @@ impl QueryData {
             side.ids.insert(term::to_bytes(&t), id);
             side.terms.push(t);
             drop(side);
-            self.paths.insert(id, path);
+            self.paths.insert(id, (path, r.bag));
         }
         Ok(())
     }
@@ -89,7 +88,7 @@ impl QueryData {
     }
 
     /// The quads (start, `p`, end, graph) of the path `p` stands for.
-    fn path_quads(&self, p: u64, path: &Path, s: Option<u64>, o: Option<u64>, graph: Option<Option<&u64>>) -> Result<Vec<InternalQuad<u64>>> {
+    fn path_quads(&self, p: u64, (path, bag): &(Path, bool), s: Option<u64>, o: Option<u64>, graph: Option<Option<&u64>>) -> Result<Vec<InternalQuad<u64>>> {
         let graphs: Vec<(GraphSel, Option<u64>)> = match graph {
             Some(None) => vec![(GraphSel::Default, None)],
             Some(Some(&g)) if g & SIDE != 0 => Vec::new(),
@@ -99,7 +98,7 @@ impl QueryData {
         let mut out = Vec::new();
         for (graph, name) in graphs {
             let eval = Eval { snap: &self.snap, graph, cancel: &self.cancel, timeout: self.timeout };
-            for (subject, object) in eval.pairs(path, s, o)? {
+            for (subject, object) in eval.pairs(path, s, o, *bag)? {
                 out.push(InternalQuad { subject, predicate: p, object, graph_name: name });
             }
         }

@@ -114,6 +114,12 @@ impl Dict {
     /// Writes every term to `path` (a new file, synced).
     pub fn write(&self, path: &Path) -> Result<()> {
         let mut w = DictWriter::create(path)?;
+        self.write_to(&mut w)?;
+        w.finish()
+    }
+
+    /// Pushes every term, in id order, to `w`.
+    pub fn write_to(&self, w: &mut DictWriter) -> Result<()> {
         if let Some(f) = &self.file {
             f.scan(&mut |t| w.push(t).map(|_| ()))?;
         }
@@ -121,7 +127,12 @@ impl Dict {
             let id = self.on_disk + 1 + i as u64;
             w.push(self.mem_bytes(id).expect("id in range"))?;
         }
-        w.finish()
+        Ok(())
+    }
+
+    /// The id of `bytes` among the terms in memory.
+    pub fn get_mem(&self, bytes: &[u8]) -> Option<u64> {
+        self.map.get(bytes).copied()
     }
 }
 

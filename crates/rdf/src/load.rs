@@ -17,8 +17,9 @@ use oxrdfio::{RdfFormat, RdfParseError, RdfParser};
 use rustc_hash::FxHashMap;
 use solidgraph_store::{EdgeInput, ImportOptions};
 
-use crate::dict::{Dict, MAX_TERM};
+use crate::dict::MAX_TERM;
 use crate::error::{RdfError, Result, io_err};
+use crate::intern::Interner;
 use crate::meta::{MAX_PAIRS, Meta, sync_dir};
 use crate::results::rdf_format;
 use crate::sort::QuadSorter;
@@ -220,20 +221,16 @@ fn remove_dead_partials(path: &Path) {
 
 fn build(dir: &Path, files: &[PathBuf], o: &LoadOptions) -> Result<LoadReport> {
     let bar = progress_bar(files, o);
-    let mut dict = Dict::default();
-    // Half the budget for the quads' sort buffer; the dictionary's build
-    // tables take the rest.
+    let input_bytes = files.iter().map(|f| std::fs::metadata(f).map_or(0, |m| m.len())).sum();
+    // Half the budget for the quads' sort buffer; the term interner's map
+    // takes the rest.
+    let mut interner = Interner::new(dir, o.memory_budget / 2, input_bytes);
     let mut sorter = QuadSorter::new(dir, o.memory_budget / 2);
-    let (quads, skipped) = read_files(files, o, &bar, |q| {
-        let b = quad_bytes(&q)?;
-        let g = if b[3].is_empty() { 0 } else { dict.intern_mem(&b[3]) };
-        sorter.push([dict.intern_mem(&b[0]), dict.intern_mem(&b[1]), dict.intern_mem(&b[2]), g])
-    })?;
-    // The dictionary is written and dropped before the quads are merged.
+    let (quads, skipped) = read_files(files, o, &bar, |q| interner.push(&quad_bytes(&q)?, &mut |ids| sorter.push(ids)))?;
+    // The dictionary is written (and the interner's memory freed) before
+    // the quads are merged.
     bar.set_message("dictionary");
-    let terms = dict.len();
-    dict.write(&Meta { generation: 1, ..Meta::default() }.dict_path(dir))?;
-    drop(dict);
+    let terms = interner.finish(&Meta { generation: 1, ..Meta::default() }.dict_path(dir), &mut |ids| sorter.push(ids))?;
     bar.set_message("dedup");
     let mut sorter = Some(sorter);
     let progress = |phase: &str, done: u64, total: u64| {

@@ -18,7 +18,7 @@ use solidgraph_store::Direction;
 use spareval::CancellationToken;
 use spargebra::Query;
 use spargebra::algebra::{GraphPattern, PropertyPathExpression};
-use spargebra::term::{NamedNode, NamedNodePattern, TriplePattern};
+use spargebra::term::{BlankNode, NamedNode, NamedNodePattern, TermPattern, TriplePattern};
 
 use crate::error::{RdfError, Result};
 use crate::state::{GraphSel, Snapshot};
@@ -61,51 +61,171 @@ impl Path {
     }
 }
 
+/// A path the rewrite took out of a query.
+#[derive(Debug, Clone)]
+pub struct Rewritten {
+    pub expr: PropertyPathExpression,
+    /// Set for a chain of triple patterns (a BGP's join semantics): with
+    /// both ends bound it yields one row per path, not one row.
+    pub bag: bool,
+}
+
 /// Replaces the property-path patterns of `q` (outside SERVICE, EXISTS
-/// and LATERAL, which spareval evaluates itself) by triple patterns whose
+/// and LATERAL, which spareval evaluates itself) and the chains of its
+/// basic graph patterns (see [`chains`]) by triple patterns whose
 /// predicate is `prefix` followed by the path's index; returns the paths
 /// in index order. A top-level negated property set stays with spareval:
 /// under `GRAPH ?g` with both ends bound it yields one row per quad, not
 /// one per graph.
-pub fn rewrite(q: &mut Query, prefix: &str) -> Vec<PropertyPathExpression> {
+pub fn rewrite(q: &mut Query, prefix: &str) -> Vec<Rewritten> {
     let mut paths = Vec::new();
+    // The query's text counts each blank node's occurrences anywhere in it
+    // (a count too high only leaves a chain to spareval).
+    let text = q.to_string();
     let pattern = match q {
         Query::Select { pattern, .. } | Query::Construct { pattern, .. } | Query::Describe { pattern, .. } | Query::Ask { pattern, .. } => pattern,
     };
-    walk(pattern, prefix, &mut paths);
+    let mut rw = Rewrite { prefix, text: &text, paths: &mut paths };
+    rw.walk(pattern);
     paths
 }
 
-fn walk(p: &mut GraphPattern, prefix: &str, paths: &mut Vec<PropertyPathExpression>) {
-    use GraphPattern as G;
-    match p {
-        G::Path { subject, path, object } => {
-            let mut top = &*path;
-            while let PropertyPathExpression::Reverse(a) = top {
-                top = a;
-            }
-            if matches!(top, PropertyPathExpression::NegatedPropertySet(_)) || paths.len() >= MAX_PATHS {
-                return;
-            }
-            let predicate = NamedNodePattern::NamedNode(NamedNode::new_unchecked(format!("{prefix}{}", paths.len())));
-            paths.push(path.clone());
-            *p = G::Bgp { patterns: vec![TriplePattern { subject: subject.clone(), predicate, object: object.clone() }] };
+struct Rewrite<'a> {
+    prefix: &'a str,
+    text: &'a str,
+    paths: &'a mut Vec<Rewritten>,
+}
+
+impl Rewrite<'_> {
+    /// A triple pattern standing for path `expr` (None past [`MAX_PATHS`]).
+    fn stand_in(&mut self, subject: &TermPattern, expr: PropertyPathExpression, bag: bool, object: &TermPattern) -> Option<TriplePattern> {
+        if self.paths.len() >= MAX_PATHS {
+            return None;
         }
-        G::Join { left, right } | G::Union { left, right } | G::Minus { left, right } | G::LeftJoin { left, right, .. } => {
-            walk(left, prefix, paths);
-            walk(right, prefix, paths);
-        }
-        G::Filter { inner, .. }
-        | G::Graph { inner, .. }
-        | G::Extend { inner, .. }
-        | G::OrderBy { inner, .. }
-        | G::Project { inner, .. }
-        | G::Distinct { inner }
-        | G::Reduced { inner }
-        | G::Slice { inner, .. }
-        | G::Group { inner, .. } => walk(inner, prefix, paths),
-        _ => {}
+        let predicate = NamedNodePattern::NamedNode(NamedNode::new_unchecked(format!("{}{}", self.prefix, self.paths.len())));
+        self.paths.push(Rewritten { expr, bag });
+        Some(TriplePattern { subject: subject.clone(), predicate, object: object.clone() })
     }
+
+    fn walk(&mut self, p: &mut GraphPattern) {
+        use GraphPattern as G;
+        match p {
+            G::Path { subject, path, object } => {
+                let mut top = &*path;
+                while let PropertyPathExpression::Reverse(a) = top {
+                    top = a;
+                }
+                if matches!(top, PropertyPathExpression::NegatedPropertySet(_)) {
+                    return;
+                }
+                let (subject, path, object) = (subject.clone(), path.clone(), object.clone());
+                if let Some(t) = self.stand_in(&subject, path, false, &object) {
+                    *p = G::Bgp { patterns: vec![t] };
+                }
+            }
+            G::Bgp { patterns } => self.chains(patterns),
+            G::Join { left, right } | G::Union { left, right } | G::Minus { left, right } | G::LeftJoin { left, right, .. } => {
+                self.walk(left);
+                self.walk(right);
+            }
+            G::Filter { inner, .. }
+            | G::Graph { inner, .. }
+            | G::Extend { inner, .. }
+            | G::OrderBy { inner, .. }
+            | G::Project { inner, .. }
+            | G::Distinct { inner }
+            | G::Reduced { inner }
+            | G::Slice { inner, .. }
+            | G::Group { inner, .. } => self.walk(inner),
+            _ => {}
+        }
+    }
+
+    /// Replaces each chain of `patterns` by one path pattern: from a
+    /// constant, triple patterns with constant predicates linked by blank
+    /// nodes that occur nowhere else (`c p _:a . _:a q _:b . ?y r _:b`,
+    /// what the parser makes of `c p/q/^r ?y`) become `c p/q/^r ?y`, which
+    /// the batched operator answers level by level from the constant
+    /// instead of one lookup per binding of each blank node.
+    fn chains(&mut self, patterns: &mut Vec<TriplePattern>) {
+        let mut occ: FxHashMap<&BlankNode, Vec<usize>> = FxHashMap::default();
+        for (i, t) in patterns.iter().enumerate() {
+            for x in [&t.subject, &t.object] {
+                if let TermPattern::BlankNode(b) = x {
+                    occ.entry(b).or_default().push(i);
+                }
+            }
+        }
+        let named = |i: usize| matches!(patterns[i].predicate, NamedNodePattern::NamedNode(_));
+        let middle = |x: &TermPattern| -> Option<[usize; 2]> {
+            let TermPattern::BlankNode(b) = x else { return None };
+            let at = occ.get(b)?;
+            (at.len() == 2 && at[0] != at[1] && named(at[0]) && named(at[1]) && occurrences(self.text, b) == 2).then(|| [at[0], at[1]])
+        };
+        let mut used = vec![false; patterns.len()];
+        let mut found = Vec::new();
+        for i in 0..patterns.len() {
+            if used[i] || !named(i) {
+                continue;
+            }
+            for fwd in [true, false] {
+                let t = &patterns[i];
+                let (start, next) = if fwd { (&t.subject, &t.object) } else { (&t.object, &t.subject) };
+                if !matches!(start, TermPattern::NamedNode(_) | TermPattern::Literal(_)) || middle(next).is_none() {
+                    continue;
+                }
+                let mut hops = vec![(i, fwd)];
+                let mut node = next;
+                while let Some(at) = middle(node) {
+                    let j = if at[0] == hops[hops.len() - 1].0 { at[1] } else { at[0] };
+                    if used[j] || hops.iter().any(|h| h.0 == j) {
+                        hops.clear();
+                        break;
+                    }
+                    let tj = &patterns[j];
+                    let fwd_j = tj.subject == *node;
+                    node = if fwd_j { &tj.object } else { &tj.subject };
+                    hops.push((j, fwd_j));
+                }
+                if hops.len() < 2 {
+                    continue;
+                }
+                for h in &hops {
+                    used[h.0] = true;
+                }
+                found.push((start.clone(), hops, node.clone()));
+                break;
+            }
+        }
+        if found.is_empty() {
+            return;
+        }
+        let mut out: Vec<TriplePattern> = patterns.iter().enumerate().filter(|(i, _)| !used[*i]).map(|(_, t)| t.clone()).collect();
+        for (start, hops, end) in found {
+            let expr = hops
+                .iter()
+                .map(|&(i, fwd)| {
+                    let NamedNodePattern::NamedNode(p) = &patterns[i].predicate else { unreachable!("chains hold named predicates only") };
+                    let e = PropertyPathExpression::NamedNode(p.clone());
+                    if fwd { e } else { PropertyPathExpression::Reverse(Box::new(e)) }
+                })
+                .reduce(|a, b| PropertyPathExpression::Sequence(Box::new(a), Box::new(b)))
+                .expect("a chain has two hops or more");
+            match self.stand_in(&start, expr, true, &end) {
+                Some(t) => out.push(t),
+                // Past the limit: the chain's own patterns stay.
+                None => out.extend(hops.iter().map(|h| patterns[h.0].clone())),
+            }
+        }
+        *patterns = out;
+    }
+}
+
+/// How often blank node `b` occurs in `text` (a query's SPARQL): `_:` and
+/// its label, not followed by a label character.
+fn occurrences(text: &str, b: &BlankNode) -> usize {
+    let needle = format!("_:{}", b.as_str());
+    text.match_indices(&needle).filter(|(at, _)| !text[at + needle.len()..].chars().next().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-')).count()
 }
 
 /// Evaluates paths in one graph of a snapshot.
@@ -121,12 +241,17 @@ type Pairs = Vec<(u64, u64)>;
 
 impl Eval<'_> {
     /// The (start, end) pairs of `path`: from `start` if bound, to `end` if
-    /// bound (both: at most the one pair), else over the whole graph.
-    pub fn pairs(&self, path: &Path, start: Option<u64>, end: Option<u64>) -> Result<Pairs> {
+    /// bound (both: at most the one pair, or one per path if `bag`), else
+    /// over the whole graph.
+    pub fn pairs(&self, path: &Path, start: Option<u64>, end: Option<u64>, bag: bool) -> Result<Pairs> {
         Ok(match (start, end) {
             (Some(s), Some(e)) => {
-                let found = self.eval(path, &[s], true)?.iter().any(|&(_, x)| x == e);
-                if found { vec![(s, e)] } else { Vec::new() }
+                let mut found = self.eval(path, &[s], true)?;
+                found.retain(|&(_, x)| x == e);
+                if !bag {
+                    found.truncate(1);
+                }
+                found
             }
             (Some(s), None) => self.eval(path, &[s], true)?,
             (None, Some(e)) => self.eval(path, &[e], false)?.into_iter().map(|(e, s)| (s, e)).collect(),
