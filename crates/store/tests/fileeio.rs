@@ -97,8 +97,11 @@ fn inject(fd: c_int, call: Call) -> bool {
 // The interposed calls: an injected EIO, else the system call itself.
 macro_rules! interpose {
     ($name:ident, $call:expr, $sys:expr, ($fd:ident: c_int $(, $a:ident: $t:ty)*) -> $ret:ty) => {
+        /// # Safety
+        /// The C library's contract for this call: the pointers are
+        /// valid for the lengths given.
         #[unsafe(no_mangle)]
-        pub extern "C" fn $name($fd: c_int $(, $a: $t)*) -> $ret {
+        pub unsafe extern "C" fn $name($fd: c_int $(, $a: $t)*) -> $ret {
             if inject($fd, $call) {
                 return -1;
             }
@@ -238,7 +241,7 @@ fn inputs(dir: &Path, npy: bool) -> (Vec<EdgeInput>, Vec<TensorInput>) {
     let data = if npy {
         let mut file = b"\x93NUMPY\x01\x00".to_vec();
         let mut header = "{'descr': '<f4', 'fortran_order': False, 'shape': (3000, 4), }".to_string();
-        while (10 + header.len() + 1) % 64 != 0 {
+        while !(10 + header.len() + 1).is_multiple_of(64) {
             header.push(' ');
         }
         header.push('\n');
