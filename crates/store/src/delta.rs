@@ -506,6 +506,23 @@ impl Op {
         }
     }
 
+    /// Every column of an edge batch has one entry per edge: `apply`
+    /// indexes them by edge. Writers build ops so; a decoded record that
+    /// breaks it is damage.
+    fn check_columns(&self) -> Result<()> {
+        let (n, cols): (usize, [(&str, Option<usize>); 3]) = match self {
+            Op::AddEdges { src, dst, weights, labels } => {
+                (src.len(), [("destinations", Some(dst.len())), ("weights", weights.as_ref().map(|w| w.len())), ("labels", labels.as_ref().map(|l| l.len()))])
+            }
+            Op::DeleteEdges { src, dst } => (src.len(), [("destinations", Some(dst.len())), ("", None), ("", None)]),
+            _ => return Ok(()),
+        };
+        match cols.iter().find(|(_, len)| len.is_some_and(|l| l != n)) {
+            Some((what, len)) => Err(StoreError::Invalid(format!("WAL record: {n} edges but {} {what}", len.unwrap_or(0)))),
+            None => Ok(()),
+        }
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut e = Enc(Vec::new());
         match self {
@@ -567,6 +584,7 @@ impl Op {
         if d.at != b.len() {
             return Err(StoreError::Invalid("WAL record has trailing bytes".into()));
         }
+        op.check_columns()?;
         Ok(op)
     }
 }

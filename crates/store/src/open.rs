@@ -11,7 +11,6 @@ use solidgraph_io::{BackendChoice, Volume, VolumeOptions};
 
 use crate::base::{load_base, load_table_range, member_path};
 use crate::cache::PageCache;
-use crate::delta::Shape;
 use crate::error::{Result, StoreError, file_err};
 use crate::rowcache::{Admit, RowCache};
 use crate::store::Store;
@@ -218,7 +217,7 @@ impl Store {
             writer::read_log(self.path(), &base)?
         };
         let mut delta = self.delta.write_locked();
-        writer::replay(Arc::make_mut(&mut delta), records, Shape::of(&base.sb), self.path())
+        writer::replay(Arc::make_mut(&mut delta), records, &base.sb, self.path())
     }
 }
 

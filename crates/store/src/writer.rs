@@ -12,6 +12,7 @@ use crate::base::Base;
 use crate::delta::{Delta, Op, Shape};
 use crate::error::{Result, StoreError, file_err};
 use crate::space::Space;
+use crate::superblock::{Superblock, TensorMeta};
 use crate::wal::{self, Record, Wal};
 
 pub(crate) struct Writer {
@@ -90,8 +91,9 @@ pub(crate) fn record(edges_added: i64, op: &Op) -> Vec<u8> {
 }
 
 /// Applies logged records to `delta`; `dir` names the log in errors.
-pub(crate) fn replay(delta: &mut Delta, records: Vec<Record>, shape: Shape, dir: &Path) -> Result<()> {
+pub(crate) fn replay(delta: &mut Delta, records: Vec<Record>, sb: &Superblock, dir: &Path) -> Result<()> {
     let wal_path = dir.join("wal.log");
+    let shape = Shape::of(sb);
     for (lsn, payload) in records {
         let bad = |why: String| StoreError::BadInput { path: wal_path.clone(), reason: format!("record {lsn}: {why}") };
         if payload.len() < 8 {
@@ -110,8 +112,32 @@ pub(crate) fn replay(delta: &mut Delta, records: Vec<Record>, shape: Shape, dir:
         if let Some(&v) = ids.iter().flat_map(|l| l.iter()).find(|&&v| v >= n) {
             return Err(bad(format!("vertex {v} is out of range (the graph has {n} vertices)")));
         }
+        check_rows(&op, &sb.tensors).map_err(bad)?;
         delta.apply(&op, shape);
         delta.edges_added += edges;
+    }
+    Ok(())
+}
+
+/// Rows in a record fit their tensor as the writer checked them (the
+/// delta cuts them into rows of the tensor's width and reads copy them
+/// whole): a record that does not is damage.
+fn check_rows(op: &Op, tensors: &[TensorMeta]) -> std::result::Result<(), String> {
+    let (count, rows): (u64, Vec<(&str, usize)>) = match op {
+        Op::AddVertices { count, tensors } => {
+            if *count == 0 || *count > 1 << 32 {
+                return Err(format!("adds {count} vertices (1..=2^32 per batch)"));
+            }
+            (*count, tensors.iter().map(|(n, b)| (n.as_str(), b.len())).collect())
+        }
+        Op::UpdateTensor { name, ids, rows } => (ids.len() as u64, vec![(name.as_str(), rows.len())]),
+        _ => return Ok(()),
+    };
+    for (name, bytes) in rows {
+        let t = tensors.iter().find(|t| t.name == name).ok_or_else(|| format!("names no tensor {name:?}"))?;
+        if count == 0 || Some(bytes as u64) != count.checked_mul(t.row_bytes()) {
+            return Err(format!("{bytes} bytes of tensor {name:?} for {count} rows of {} bytes", t.row_bytes()));
+        }
     }
     Ok(())
 }

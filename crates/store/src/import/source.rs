@@ -454,8 +454,10 @@ impl LineFormat {
             return Err(format!("{n} columns, but the header names {}", self.header_cols));
         }
         let get = |i: Option<usize>| i.filter(|&i| i < n.min(fields.len())).map(|i| fields[i]);
-        let src = parse_id(fields[c.src])?;
-        let dst = parse_id(fields[c.dst])?;
+        let (Some(src), Some(dst)) = (get(Some(c.src)), get(Some(c.dst))) else {
+            return Err(format!("the source and destination columns must be among the first {}", fields.len()));
+        };
+        let (src, dst) = (parse_id(src)?, parse_id(dst)?);
         let weight = match get(c.weight) {
             Some(w) if self.want_weights => w.parse::<f32>().map_err(|_| format!("{w:?} is not a number (weight)"))?,
             None if self.want_weights => return Err("weights requested but this line has no weight".into()),
