@@ -32,26 +32,6 @@ fn store_bytes_bfs_neighbor_past_the_vertex_count() {
     }
 }
 
-/// A superblock (checksum recomputed) naming a huge member count: open
-/// collects a path per member (open.rs, `Store::open`: 0x17e8001800 bytes
-/// asked of the allocator, an abort). The superblock's decoder must bound
-/// `members` (and every count it holds) before anything is sized by it.
-#[test]
-#[ignore = "open: a superblock's member count sizes an allocation at open (an abort); reported to the lead"]
-fn store_bytes_superblock_member_count_sizes_an_allocation() {
-    replay("store_bytes", "crash-8c90c4c6cb9780ae3fd29e3b6754d889b40516db");
-}
-
-/// A superblock page (checksum recomputed) whose tensor metadata makes
-/// rows x row bytes overflow: `Store::tensor` sizes its buffer by it
-/// (store/src/mem.rs `zeroed`: "capacity overflow"). The decoder must
-/// refuse tensor shapes whose pages do not fit the store.
-#[test]
-#[ignore = "open: a damaged tensor shape overflows the gather buffer's size (a panic in Store::tensor); reported to the lead"]
-fn page_tensor_shape_overflows_a_buffer_size() {
-    replay("page", "crash-9d78995c05e6aa746ba7dcdd2bb4ab6932ecf618");
-}
-
 /// Log records (valid checksums) that replay to a huge vertex count; a BFS
 /// then walks `chunk_ranges` over it (store/src/scan.rs) for minutes with
 /// gigabytes: replay must bound the vertices a record adds (a limit the

@@ -59,8 +59,14 @@ impl Store {
         let sb = &base.sb;
         let ps = self.page_size();
         let rows = sb.num_nodes;
-        let row_bytes = dim.checked_mul(dtype.size() as u64).filter(|b| b.checked_mul(rows.max(1)).is_some());
-        let row_bytes = row_bytes.ok_or_else(|| StoreError::Invalid(format!("tensor {name:?}: {rows} rows of {dim} {} overflow", dtype.name())))?;
+        let row_bytes = dim.checked_mul(dtype.size() as u64).filter(|&b| b <= crate::superblock::MAX_ROW_BYTES && b.checked_mul(rows.max(1)).is_some());
+        let row_bytes = row_bytes.ok_or_else(|| {
+            StoreError::Invalid(format!(
+                "tensor {name:?}: {rows} rows of {dim} {} overflow (rows are at most {} bytes)",
+                dtype.name(),
+                crate::superblock::MAX_ROW_BYTES
+            ))
+        })?;
         let pages = tensor::pages_for(rows, row_bytes, ps);
         let mut space = w.space.locked();
         let freed = space.reclaim();

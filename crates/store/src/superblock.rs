@@ -31,6 +31,10 @@ pub const FORMAT_VERSION: u32 = 6;
 const OLDEST_READ: u32 = 5;
 pub const MAX_TENSORS: usize = 32;
 pub const MAX_TENSOR_NAME: usize = 63;
+/// Files a store stripes its pages over.
+pub const MAX_MEMBERS: u32 = 256;
+/// Bytes of one tensor row: reads size their buffers by rows of it.
+pub const MAX_ROW_BYTES: u64 = 1 << 24;
 const TENSOR_ENTRY: usize = 64 + 8 + 40;
 
 /// One direction's adjacency.
@@ -84,6 +88,26 @@ pub struct TensorMeta {
 impl TensorMeta {
     pub fn row_bytes(&self) -> u64 {
         self.dim * self.dtype.size() as u64
+    }
+
+    /// The shape is one a store can hold: rows of 1..=MAX_ROW_BYTES bytes,
+    /// each within the store's bytes, whose pages lie inside the store (a
+    /// decoded shape sizes read buffers). `pages` are the import's (or
+    /// add_tensor's); rows added later live in pages the tensor map names,
+    /// so `rows` may outgrow them.
+    fn check_shape(&self, page_size: usize, total_pages: u64) -> std::result::Result<(), String> {
+        let bad = |why: &str| Err(format!("tensor {:?} ({} x {} {}): {why}", self.name, self.rows, self.dim, self.dtype.name()));
+        let store_bytes = total_pages.saturating_mul(page_size as u64);
+        let Some(row_bytes) = self.dim.checked_mul(self.dtype.size() as u64).filter(|&r| (1..=MAX_ROW_BYTES.min(store_bytes)).contains(&r)) else {
+            return bad("row width out of range");
+        };
+        if self.rows.checked_mul(row_bytes).is_none() || self.pages > crate::tensor::pages_for(self.rows, row_bytes, page_size) {
+            return bad(&format!("{} pages for its rows", self.pages));
+        }
+        if self.start_page.checked_add(self.pages).is_none_or(|end| end > total_pages) {
+            return bad(&format!("pages {}+{} lie past the store's {total_pages}", self.start_page, self.pages));
+        }
+        Ok(())
     }
 }
 
@@ -239,6 +263,14 @@ impl Superblock {
         if nt > MAX_TENSORS || Self::body_bytes(nt) > page.len() {
             return Err(corrupt(format!("superblock lists {nt} tensors")));
         }
+        // Opens and reads size files, buffers and loops by these: a damaged
+        // count must stop here, not in an allocation.
+        if members == 0 || members > MAX_MEMBERS {
+            return Err(corrupt(format!("superblock names {members} member files (1..={MAX_MEMBERS})")));
+        }
+        if !(4096..=65536).contains(&page_size) || !page_size.is_power_of_two() {
+            return Err(corrupt(format!("page size {page_size}")));
+        }
         let mut tensors = Vec::with_capacity(nt);
         for _ in 0..nt {
             let len = b[at] as usize;
@@ -248,7 +280,9 @@ impl Superblock {
             let name = String::from_utf8(b[at + 1..at + 1 + len].to_vec()).map_err(|_| corrupt("tensor name is not UTF-8".into()))?;
             let dtype = DType::from_u8(b[at + 64]).ok_or_else(|| corrupt(format!("tensor dtype {}", b[at + 64])))?;
             let x = at + 72;
-            tensors.push(TensorMeta { name, dtype, dim: u64_at(b, x), rows: u64_at(b, x + 8), start_page: u64_at(b, x + 16), pages: u64_at(b, x + 24) });
+            let t = TensorMeta { name, dtype, dim: u64_at(b, x), rows: u64_at(b, x + 8), start_page: u64_at(b, x + 16), pages: u64_at(b, x + 24) };
+            t.check_shape(page_size as usize, total_pages).map_err(corrupt)?;
+            tensors.push(t);
             at += TENSOR_ENTRY;
         }
         Ok(Superblock {

@@ -257,6 +257,9 @@ fn plan_tensor(t: &TensorInput) -> Result<TensorPlan<'_>> {
     if dim == 0 {
         return Err(StoreError::Invalid(format!("tensor {:?} has rows of width 0", t.name)));
     }
+    if dim.saturating_mul(dtype.size() as u64) > crate::superblock::MAX_ROW_BYTES {
+        return Err(StoreError::Invalid(format!("tensor {:?}: rows of {dim} x {} exceed {} bytes", t.name, dtype.name(), crate::superblock::MAX_ROW_BYTES)));
+    }
     Ok(TensorPlan { meta: TensorMeta { name: t.name.clone(), dtype, dim, rows, start_page: 0, pages: 0 }, data: &t.data, offset })
 }
 
@@ -279,8 +282,8 @@ fn check_options(o: &ImportOptions) -> Result<()> {
     if !(o.fill_factor > 0.1 && o.fill_factor <= 1.0) {
         return Err(StoreError::Invalid(format!("fill factor {} must be in (0.1, 1]", o.fill_factor)));
     }
-    if o.members == 0 || o.members > 256 {
-        return Err(StoreError::Invalid(format!("members {} must be in 1..=256", o.members)));
+    if o.members == 0 || o.members > crate::superblock::MAX_MEMBERS as usize {
+        return Err(StoreError::Invalid(format!("members {} must be in 1..={}", o.members, crate::superblock::MAX_MEMBERS)));
     }
     // The second superblock copy sits in page 1 of member 0.
     if o.stripe_pages < 2 {
