@@ -256,12 +256,16 @@ fn table(path: &Path, t: &superblock::Table, ps: usize) -> Vec<u64> {
     words
 }
 
+/// One direction's lists as a CSR: indptr, indices, edge ids, weights,
+/// labels.
+type Lists = (Vec<u64>, Vec<u64>, Vec<u64>, Option<Vec<f32>>, Option<Vec<u32>>);
+
 /// Everything a store's reads give: each direction's lists with weights,
 /// labels and global edge ids, the lower lists' degrees, the tables, a
 /// tensor's rows.
 #[derive(Debug, PartialEq)]
 struct Reads {
-    lists: Vec<(Vec<u64>, Vec<u64>, Vec<u64>, Option<Vec<f32>>, Option<Vec<u32>>)>,
+    lists: Vec<Lists>,
     degrees: Option<Vec<u32>>,
     edges: u64,
     hot: Vec<u64>,
