@@ -187,8 +187,12 @@ pub struct Block<'a> {
 
 impl Block<'_> {
     /// Appends the d ids to `out`; returns the bytes of the whole block.
-    pub fn push_ids(&self, out: &mut Vec<u64>) -> Result<usize, String> {
+    /// An id at or past `below` (the vertex count) is damage that the
+    /// checksum did not catch: readers index arrays by these ids. Lists are
+    /// sorted, so the last id decides.
+    pub fn push_ids(&self, below: u64, out: &mut Vec<u64>) -> Result<usize, String> {
         let n = varint::push_gaps(self.ids, self.limit, self.d, out).ok_or("list ids run past the block")?;
+        check_below(out, below)?;
         Ok(self.head + n + self.cols.len())
     }
 
@@ -220,7 +224,8 @@ impl Block<'_> {
     /// the bytes that end a varint (top bit clear) a word at a time.
     pub fn skips(&self, ids: &mut Vec<u64>, out: &mut Vec<u8>) -> Result<(), String> {
         ids.clear();
-        self.push_ids(ids)?;
+        // Checkpoints only: the reads that return ids check them.
+        self.push_ids(u64::MAX, ids)?;
         let b = &self.ids[..self.limit];
         let (mut ended, mut next) = (0, SKIP);
         for (w, word) in b.chunks(8).enumerate() {
@@ -251,7 +256,7 @@ impl Block<'_> {
     /// Appends the ids at positions [from, to) to `out`, decoding from the
     /// last checkpoint in `skips` (from `skips`, or none) at or before
     /// `from`, rather than from the list's start.
-    pub fn push_range(&self, skips: &[u8], from: usize, to: usize, out: &mut Vec<u64>) -> Result<(), String> {
+    pub fn push_range(&self, skips: &[u8], from: usize, to: usize, below: u64, out: &mut Vec<u64>) -> Result<(), String> {
         if from >= to || to > self.d {
             return Err(format!("positions {from}..{to} of a list of {}", self.d));
         }
@@ -269,11 +274,21 @@ impl Block<'_> {
         let base = out.len();
         varint::push_gaps_from(&self.ids[at..], self.limit - at, to - c * SKIP, x, out).ok_or("list ids run past the block")?;
         out.drain(base..base + from - c * SKIP);
-        Ok(())
+        check_below(out, below)
     }
 
     pub fn label_at(&self, i: usize) -> u32 {
         u32_at(self.cols, 4 * self.d * self.weights as usize + 4 * i)
+    }
+}
+
+/// The last id pushed (the largest of a sorted list) names a vertex;
+/// `below` u64::MAX checks nothing (skip checkpoints, verify, which reports
+/// such ids itself).
+fn check_below(out: &[u64], below: u64) -> Result<(), String> {
+    match out.last() {
+        Some(&x) if below != u64::MAX && x >= below => Err(format!("neighbor id {x} is past the vertex count {below}")),
+        _ => Ok(()),
     }
 }
 
@@ -447,8 +462,15 @@ mod tests {
             let b = fmt.block(&buf, n).unwrap();
             prop_assert_eq!(b.d, ids.len());
             let mut got = Vec::new();
-            prop_assert_eq!(b.push_ids(&mut got).unwrap(), n);
+            prop_assert_eq!(b.push_ids(u64::MAX, &mut got).unwrap(), n);
             prop_assert_eq!(&got, &ids);
+            // An id at or past the vertex count is refused, whole list or range.
+            let last = *ids.last().unwrap();
+            if last < u64::MAX {
+                prop_assert!(b.push_ids(last, &mut Vec::new()).is_err());
+                prop_assert!(b.push_ids(last + 1, &mut Vec::new()).is_ok());
+                prop_assert!(b.push_range(&[], 0, ids.len(), last, &mut Vec::new()).is_err());
+            }
             let k = ids.len() / 2;
             prop_assert_eq!(b.find(ids[k]).unwrap().map(|j| ids[j]), Some(ids[k]));
             // Any range, from the checkpoints or from the start.
@@ -459,11 +481,11 @@ mod tests {
             let (from, to) = (from.min(to), from.max(to) + 1);
             for s in [&skips[..], &[]] {
                 let mut r = vec![7];
-                b.push_range(s, from, to, &mut r).unwrap();
+                b.push_range(s, from, to, u64::MAX, &mut r).unwrap();
                 prop_assert_eq!(&r[1..], &ids[from..to]);
             }
-            prop_assert!(b.push_range(&skips, to, to, &mut got).is_err());
-            prop_assert!(b.push_range(&skips, 0, ids.len() + 1, &mut got).is_err());
+            prop_assert!(b.push_range(&skips, to, to, u64::MAX, &mut got).is_err());
+            prop_assert!(b.push_range(&skips, 0, ids.len() + 1, u64::MAX, &mut got).is_err());
             if weights {
                 let mut w = Vec::new();
                 b.push_weights(&mut w);
@@ -487,7 +509,7 @@ mod tests {
         for cut in 0..n {
             // Read-ahead bytes past the cut do not make a block whole.
             if let Ok(blk) = fmt.block(&buf, cut) {
-                assert!(blk.push_ids(&mut Vec::new()).is_err());
+                assert!(blk.push_ids(u64::MAX, &mut Vec::new()).is_err());
             }
         }
         // A varint that never ends.

@@ -11,13 +11,15 @@
 //! miss in one batch outside the lock, then inserts them under one lock.
 //!
 //! When the budget holds a whole direction, whole-graph passes keep it as an
-//! `Image` instead: one buffer in page order, each page copied in as a pass
+//! `Image` instead: one buffer in page order, each page filled as a pass
 //! reads it straight from the volume, so a pass that reads every page once
 //! pays a copy per page, not an insert and an eviction, and later passes
 //! find their pages by position, without a lock or a lookup per page.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
+use std::sync::{Arc, Mutex, RwLock};
 
 use rustc_hash::FxHashMap;
 use solidgraph_io::sync::{MutexExt, RwLockExt};
@@ -161,113 +163,43 @@ pub struct CacheStats {
     pub budget: u64,
 }
 
-/// A page of an `Image`: not copied in yet, being copied in, or readable.
+/// A page of an `Image`: not read yet, read once, being copied in, or
+/// readable.
 const EMPTY: u8 = 0;
+const SEEN: u8 = 1;
 const FILLING: u8 = 2;
 const FILLED: u8 = 3;
 
-/// The unit an image's memory is mapped in by (a huge page).
-const REGION: usize = 2 << 20;
-
 /// A direction's adjacency pages of one epoch, held in one buffer in page
-/// order (`PageCache::image_for`). A pass copies a page in when it reads it
-/// from the volume (already checked) and the page's memory is mapped in;
-/// a filled page never changes. Mapping fresh memory in is what costs:
-/// the kernel zeroes every page, and on a VM the host backs it first, more
-/// than the SSD takes to read the same bytes (docs/PERFORMANCE.md). So a
-/// thread of the lowest priority (`populate`) maps the regions in, last
-/// first (a pass reads in page order and meets it), on CPU time nothing
-/// else wants, and a pass only ever copies into mapped memory: a first
-/// pass costs what it costs uncached, plus the copies.
+/// order (`PageCache::image_for`). A page is copied in the second time a
+/// pass reads it from the volume (already checked), and never changes
+/// after: the first touch of fresh memory costs more than reading the page
+/// (docs/PERFORMANCE.md), so a single pass, which reads each page once,
+/// runs as it would with no cache.
 pub(crate) struct Image {
     key: ImageKey,
     /// Page numbers, sorted and distinct; page `pages[i]` is slot i.
     pages: Vec<u64>,
     state: Vec<AtomicU8>,
-    data: Mapping,
+    data: Box<[UnsafeCell<MaybeUninit<u8>>]>,
     page_size: usize,
-    /// Per `REGION` of `data`: mapped in.
-    ready: Vec<AtomicBool>,
 }
 
 // SAFETY: a slot's bytes are written by the one thread that moved its state
-// from EMPTY to FILLING, and read only once it is FILLED (release/acquire);
-// the populating thread writes a region only before it is marked ready.
+// from EMPTY to FILLING, and read only once it is FILLED (release/acquire).
 unsafe impl Sync for Image {}
-unsafe impl Send for Image {}
-
-/// Anonymous memory of its own mapping, starting on a `REGION` boundary,
-/// between two inaccessible ones. Its own mapping because the populating
-/// thread faults it in by writing (the kernel takes only this mapping's
-/// lock for a fault), not by `madvise`, which holds the process's mapping
-/// lock throughout: preempted there at the lowest priority, it would stall
-/// every allocation of the process until it ran again. The guards keep
-/// later mappings from merging into this one (a merge takes its lock).
-struct Mapping {
-    base: *mut u8,
-    total: usize,
-    /// The usable bytes at `at`.
-    at: *mut u8,
-    len: usize,
-}
-
-impl Mapping {
-    fn new(len: usize) -> Mapping {
-        if len == 0 {
-            return Mapping { base: std::ptr::null_mut(), total: 0, at: std::ptr::null_mut(), len: 0 };
-        }
-        let rw = len.next_multiple_of(REGION);
-        let total = rw + 2 * REGION;
-        // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
-        let base = unsafe { libc::mmap(std::ptr::null_mut(), total, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0) };
-        assert!(base != libc::MAP_FAILED, "mapping {total} bytes for a cache image: {}", std::io::Error::last_os_error());
-        let at = (base as usize + 1).next_multiple_of(REGION);
-        // SAFETY: [at, at + rw) lies inside the mapping (at most REGION - 1
-        // bytes after its start, and REGION bytes stay after the end).
-        unsafe {
-            let ok = libc::mprotect(at as *mut libc::c_void, rw, libc::PROT_READ | libc::PROT_WRITE);
-            assert_eq!(ok, 0, "cache image mprotect: {}", std::io::Error::last_os_error());
-            // Best effort: without huge pages it faults in 4 KiB at a time.
-            libc::madvise(at as *mut libc::c_void, rw, libc::MADV_HUGEPAGE);
-        }
-        Mapping { base: base.cast(), total, at: at as *mut u8, len }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        if self.total > 0 {
-            // SAFETY: the mapping made in `new`, no longer referred to.
-            unsafe { libc::munmap(self.base.cast(), self.total) };
-        }
-    }
-}
 
 impl Image {
     fn new(key: ImageKey, pages: Vec<u64>, page_size: usize) -> Image {
         debug_assert!(pages.windows(2).all(|w| w[0] < w[1]));
-        let data = Mapping::new(pages.len() * page_size);
+        let mut data = Vec::with_capacity(pages.len() * page_size);
+        crate::mem::advise_huge(&data);
+        // SAFETY: MaybeUninit needs no initialisation; the pages stay
+        // untouched (and unbacked) until a pass fills them.
+        unsafe { data.set_len(pages.len() * page_size) };
+        let data: Vec<UnsafeCell<MaybeUninit<u8>>> = data;
         let state = pages.iter().map(|_| AtomicU8::new(EMPTY)).collect();
-        let ready = (0..data.len.div_ceil(REGION)).map(|_| AtomicBool::new(false)).collect();
-        Image { key, pages, state, data, page_size, ready }
-    }
-
-    /// Whether `slot`'s memory is mapped in.
-    fn ready(&self, slot: u32) -> bool {
-        let at = slot as usize * self.page_size;
-        (at / REGION..=(at + self.page_size - 1) / REGION).all(|r| self.ready[r].load(Acquire))
-    }
-
-    /// Maps region `r` in by writing a byte of each 4 KiB page (none of its
-    /// slots is filled yet, and none is until this returns).
-    fn map_in(&self, r: usize) {
-        let (a, b) = (r * REGION, ((r + 1) * REGION).min(self.data.len));
-        for off in (a..b).step_by(4096) {
-            // SAFETY: inside the mapping; no other thread touches a region
-            // before it is ready.
-            unsafe { self.data.at.add(off).write_volatile(0) };
-        }
-        self.ready[r].store(true, Release);
+        Image { key, pages, state, data: data.into_boxed_slice(), page_size }
     }
 
     /// Budget bytes the image takes: its pages and their bookkeeping.
@@ -296,44 +228,25 @@ impl Image {
     pub fn page(&self, slot: u32) -> &[u8] {
         assert!(self.filled(slot), "image slot {slot} read before it was filled");
         let at = slot as usize * self.page_size;
-        // SAFETY: the slot is filled (its bytes written and never written
-        // again) and inside the mapping.
-        unsafe { std::slice::from_raw_parts(self.data.at.add(at), self.page_size) }
+        let cells = &self.data[at..at + self.page_size];
+        // SAFETY: the slot is filled (its bytes initialised and never
+        // written again); UnsafeCell<MaybeUninit<u8>> has u8's layout.
+        unsafe { std::slice::from_raw_parts(cells.as_ptr().cast::<u8>(), self.page_size) }
     }
 
-    /// Copies `page` into `slot` if its memory is mapped in (unless another
-    /// thread is at it).
+    /// Marks `slot` seen on its first read; copies `page` in on its second
+    /// (unless another thread is at it).
     fn fill(&self, slot: u32, page: &[u8]) {
         assert_eq!(page.len(), self.page_size);
         let state = &self.state[slot as usize];
-        if !self.ready(slot) || state.compare_exchange(EMPTY, FILLING, Relaxed, Relaxed).is_err() {
+        if state.compare_exchange(EMPTY, SEEN, Relaxed, Relaxed).is_ok() || state.compare_exchange(SEEN, FILLING, Relaxed, Relaxed).is_err() {
             return;
         }
         let at = slot as usize * self.page_size;
         // SAFETY: this thread alone moved the slot to FILLING, so nobody
         // reads or writes these bytes until the release below.
-        unsafe { std::ptr::copy_nonoverlapping(page.as_ptr(), self.data.at.add(at), self.page_size) };
-        state.store(FILLED, Release);
-    }
-}
-
-/// Maps an image's regions in, last first, at the lowest CPU priority
-/// (SCHED_IDLE: it runs only when a core would idle), until all are or the
-/// image is dropped.
-fn populate(img: Weak<Image>) {
-    // SAFETY: a plain system call on this thread (pid 0); on failure the
-    // thread runs at normal priority, which costs only speed.
-    unsafe {
-        let param = libc::sched_param { sched_priority: 0 };
-        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
-    }
-    let regions = match img.upgrade() {
-        Some(i) => i.ready.len(),
-        None => return,
-    };
-    for r in (0..regions).rev() {
-        let Some(img) = img.upgrade() else { return };
-        img.map_in(r);
+        unsafe { std::ptr::copy_nonoverlapping(page.as_ptr(), self.data[at].get().cast::<u8>(), self.page_size) };
+        self.state[slot as usize].store(FILLED, Release);
     }
 }
 
@@ -434,13 +347,7 @@ impl PageCache {
         }
         let pages = pages();
         assert!(pages.len() <= key.pages, "an image of {} pages for a direction of {}", pages.len(), key.pages);
-        let img = Arc::new(Image::new(key, pages, self.page_size));
-        let weak = Arc::downgrade(&img);
-        if std::thread::Builder::new().name("sg-image".into()).spawn(move || populate(weak)).is_err() {
-            // No thread: map it in here, once, rather than never fill.
-            (0..img.ready.len()).for_each(|r| img.map_in(r));
-        }
-        imgs.push(img);
+        imgs.push(Arc::new(Image::new(key, pages, self.page_size)));
         self.image_bytes.store(held + want, Relaxed);
         // The entries' budget shrank: start the page cache proper afresh
         // (pinned pages live on with their holders).
@@ -656,40 +563,19 @@ mod tests {
     }
 
     #[test]
-    fn an_image_copies_pages_only_into_mapped_memory() {
-        // Pages of 3 MiB: every slot spans two regions.
-        let ps = 3 << 20;
-        let img = Image::new(ImageKey { epoch: 1, first: 0, pages: 3 }, vec![0, 1, 2], ps);
-        let page = vec![7u8; ps];
-        img.fill(1, &page);
-        assert!(!img.filled(1), "a page was copied into memory not mapped in");
-        img.map_in(ps / REGION);
-        img.fill(1, &page);
-        assert!(!img.filled(1), "a page was copied into a half-mapped slot");
-        (0..img.ready.len()).for_each(|r| img.map_in(r));
-        img.fill(1, &page);
-        assert!(img.filled(1) && img.page(1).iter().all(|&b| b == 7));
-        assert!(!img.filled(0) && !img.filled(2));
-    }
-
-    #[test]
-    fn an_image_fills_once_mapped_and_charges_the_budget() {
+    fn an_image_fills_on_second_read_and_charges_the_budget() {
         let ps = 16;
         let c = PageCache::new(8 * image_bytes(4, ps) + Doorkeeper::bytes_for(8), ps);
         let key = ImageKey { epoch: 1, first: 10, pages: 4 };
         c.image_for(key, || vec![10, 11, 12, 13]);
         assert_eq!(c.image_bytes.load(Relaxed), image_bytes(4, ps));
         assert!(matches!(c.resident(&[5]), Resident::No), "a page outside the image");
-        // The populating thread runs at the lowest priority: give it time.
-        let start = std::time::Instant::now();
-        while !c.images.read_locked()[0].ready.iter().all(|r| r.load(Acquire)) {
-            assert!(start.elapsed().as_secs() < 60, "the image was not mapped in");
-            std::thread::sleep(std::time::Duration::from_millis(10));
+        for read in 1..=2 {
+            let Resident::Unfilled(img, at) = c.resident(&[11, 12]) else { panic!("read {read}: pages should be unfilled") };
+            assert_eq!(at, [1, 2]);
+            c.fill(&img, &at, |k| if k == 0 { &[11u8; 16][..] } else { &[12u8; 16][..] });
         }
-        let Resident::Unfilled(img, at) = c.resident(&[11, 12]) else { panic!("pages should be unfilled") };
-        assert_eq!(at, [1, 2]);
-        c.fill(&img, &at, |k| if k == 0 { &[11u8; 16][..] } else { &[12u8; 16][..] });
-        let Resident::Filled(img, at) = c.resident(&[12, 11]) else { panic!("pages read once should be filled") };
+        let Resident::Filled(img, at) = c.resident(&[12, 11]) else { panic!("pages read twice should be filled") };
         assert_eq!((img.page(at[0])[0], img.page(at[1])[0]), (12, 11));
         assert!(matches!(c.resident(&[11, 13]), Resident::Unfilled(..)), "a page read never is not filled");
         // A direction too large for what is left is refused, and nothing changes.

@@ -89,7 +89,7 @@ impl Store {
             if skips.is_empty() {
                 let last = at[*group.last().expect("a group")].2;
                 buf.clear();
-                blk.push_range(&[], 0, (last + 1).min(blk.d), &mut buf).map_err(corrupt)?;
+                blk.push_range(&[], 0, (last + 1).min(blk.d), base.sb.num_nodes, &mut buf).map_err(corrupt)?;
             }
             for &k in group {
                 let off = at[k].2;
@@ -97,7 +97,7 @@ impl Store {
                     *buf.get(off).ok_or_else(|| corrupt(format!("no position {off}")))?
                 } else {
                     buf.clear();
-                    blk.push_range(skips, off, off + 1, &mut buf).map_err(corrupt)?;
+                    blk.push_range(skips, off, off + 1, base.sb.num_nodes, &mut buf).map_err(corrupt)?;
                     buf[0]
                 };
                 edges[k] = gtt.edges_before(gi) + off as u64;
@@ -162,7 +162,7 @@ impl Store {
             let need = drawn(i).iter().max().map_or(0, |&p| p + 1);
             let take = need.saturating_sub(prefix.len()).min(blk.d);
             if take > 0 {
-                blk.push_range(&[], 0, take, &mut prefix)?;
+                blk.push_range(&[], 0, take, base.sb.num_nodes, &mut prefix)?;
             }
             Ok(())
         })?;

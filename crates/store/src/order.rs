@@ -136,6 +136,9 @@ impl OrderMaps {
             return Ok(());
         }
         let n = load_table_range(vol, t, 0, 1)?[0];
+        if n > num_nodes {
+            return Err(StoreError::Corrupt { page: t.start, reason: format!("vertex order of {n} vertices, store has {num_nodes}") });
+        }
         let first = if to_internal { 1 } else { 1 + n.div_ceil(2) };
         for x in ids {
             if let Ok(i) = (*x).try_into()

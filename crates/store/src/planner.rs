@@ -134,7 +134,7 @@ impl<'a> Planned<'a> {
         csr.weights.iter_mut().for_each(|w| w.reserve_exact(m));
         csr.labels.iter_mut().for_each(|l| l.reserve_exact(m));
         self.walk(|_, blk, _| {
-            blk.push_ids(&mut csr.indices)?;
+            blk.push_ids(self.base.sb.num_nodes, &mut csr.indices)?;
             if let Some(w) = csr.weights.as_mut() {
                 blk.push_weights(w);
             }

@@ -113,7 +113,7 @@ impl RangePages {
         ids.clear();
         rows.clear();
         self.page_blocks(k, |v, blk, _| {
-            blk.push_ids(ids).map_err(|r| StoreError::Corrupt { page: self.pages[k], reason: format!("vertex {v}: {r}") })?;
+            blk.push_ids(self.base.sb.num_nodes, ids).map_err(|r| StoreError::Corrupt { page: self.pages[k], reason: format!("vertex {v}: {r}") })?;
             rows.push((v, ids.len()));
             Ok(())
         })
@@ -208,7 +208,7 @@ impl RangePages {
                 } else {
                     return Err(corrupt("lists out of order".into()));
                 }
-                blk.push_ids(&mut csr.indices).map_err(corrupt)?;
+                blk.push_ids(self.base.sb.num_nodes, &mut csr.indices).map_err(corrupt)?;
                 if let Some(w) = csr.weights.as_mut() {
                     blk.push_weights(w);
                 }

@@ -154,7 +154,8 @@ fn verify_adjacency(vol: &Volume, gtt: &Gtt, sb: &Superblock, dir: Direction, mu
             let bad = |reason: String| corrupt(format!("list of vertex {v}: {reason}"));
             let blk = fmt.block(block, block.len()).map_err(bad)?;
             ids.clear();
-            let len = blk.push_ids(ids).map_err(bad)?;
+            // Checked below against the vertex count, naming the vertex.
+            let len = blk.push_ids(u64::MAX, ids).map_err(bad)?;
             if let Some(&bad) = ids.iter().find(|&&x| x >= sb.num_nodes) {
                 return Err(corrupt(format!("vertex {v} has neighbor {bad} beyond the {} vertices", sb.num_nodes)));
             }
