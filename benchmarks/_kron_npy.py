@@ -20,14 +20,7 @@ def generate(scale: int, out: str) -> None:
         return generate_chunked(scale, out)
     n, m = 1 << scale, 16 << scale
     rng = np.random.default_rng(1)
-    a, b, c = 0.57, 0.19, 0.19
-    src = np.zeros(m, np.int64)
-    dst = np.zeros(m, np.int64)
-    for bit in range(scale):
-        ii = rng.random(m) > a + b
-        jj = rng.random(m) > np.where(ii, c / (1 - a - b), a / (a + b))
-        src |= ii.astype(np.int64) << bit
-        dst |= jj.astype(np.int64) << bit
+    src, dst = kron_chunk(scale, m, rng)
     perm = rng.permutation(n)
     np.save(out, np.stack([perm[src], perm[dst]]))
 
