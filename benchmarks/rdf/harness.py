@@ -134,16 +134,18 @@ def worker(a) -> None:
         names = a.queries.split(",")
         for name in names:  # warm
             run_query(store, name)
-        out["throughput"] = {}
+        out["throughput"], out["cores"] = {}, {}
         for c in [int(x) for x in a.clients.split(",")]:
-            out["throughput"][c] = clients(store, names, c, a.seconds)
+            out["throughput"][c], out["cores"][c] = clients(store, names, c, a.seconds)
     # Peak resident set of the worker (ru_maxrss is in KiB on Linux).
     out["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
     print(json.dumps(out), flush=True)
 
 
-def clients(store, names: list[str], n: int, seconds: float) -> float:
-    """Queries per second with n threads each running the mix in turn."""
+def clients(store, names: list[str], n: int, seconds: float) -> tuple[float, float]:
+    """Queries per second with n threads each running the mix in turn, and
+    the cores the process used meanwhile (CPU seconds per wall second: above
+    1 only if the queries run in parallel, outside the GIL)."""
     done = [0] * n
     stop = time.perf_counter() + seconds
 
@@ -154,13 +156,17 @@ def clients(store, names: list[str], n: int, seconds: float) -> float:
             k += 1
             done[i] += 1
 
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     ts = [threading.Thread(target=client, args=(i,)) for i in range(n)]
     for t in ts:
         t.start()
     for t in ts:
         t.join()
-    return sum(done) / (time.perf_counter() - t0)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+    return sum(done) / wall, cpu / wall
 
 
 # ---------------------------------------------------------------- driver side
@@ -207,7 +213,7 @@ def spawn(engine: str, task: str, cg: Cgroup, **kw) -> dict:
     if cg.name:
         cmd += ["--cgroup", cg.name]
     for k, v in kw.items():
-        cmd += [f"--{k}", str(v)]
+        cmd += [f"--{k.replace('_', '-')}", str(v)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -276,6 +282,10 @@ def driver(a) -> int:
             cg = Cgroup(e, load_limit)
             try:
                 r = spawn(e, "load", cg, store=store, file=data, load_budget_mib=a.load_budget_mib)
+            except Failed as f:
+                report["failed"].setdefault(e, {})["load"] = str(f)
+                log(f"load {e}: FAILED: {f}")
+                continue
             finally:
                 cg.remove()
             r["triples_per_s"] = r["triples"] / r["seconds"]
@@ -287,6 +297,8 @@ def driver(a) -> int:
         report["load"][e]["store_bytes"] = b
         report["load"][e]["bytes_per_triple"] = b / report["load"][e].get("triples", 1) if "triples" in report["load"][e] else None
 
+    # A contender whose load failed (killed by the memory limit) has no store to query.
+    engines = [e for e in engines if e in report["load"]]
     answers: dict = {}
     cgs = {e: Cgroup(e, limit) for e in engines}
     try:
@@ -326,7 +338,8 @@ def driver(a) -> int:
                     log(f"throughput {e}: FAILED: {f}")
                     continue
                 report["throughput"][e] = x["throughput"]
-                log(f"throughput {e}: {x['throughput']}")
+                report.setdefault("cores", {})[e] = x["cores"]
+                log(f"throughput {e}: {x['throughput']}, cores {x['cores']}")
     finally:
         for cg in cgs.values():
             cg.remove()
@@ -389,6 +402,10 @@ def summarize(rep: dict, engines: list[str], names: list[str]) -> None:
         for e in engines:
             t = rep["throughput"].get(e, {})
             p(f"{e:11s}" + "".join(f"{t.get(c, float('nan')):10.1f}" for c in cs))
+        p("cores used (process CPU seconds per wall second)")
+        for e in engines:
+            t = rep.get("cores", {}).get(e, {})
+            p(f"{e:11s}" + "".join(f"{t.get(c, float('nan')):10.2f}" for c in cs))
     for e, fs in rep["failed"].items():
         for n, why in fs.items():
             p(f"FAILED {e} {n}: {why}")
