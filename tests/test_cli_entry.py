@@ -3,6 +3,7 @@
 (python/solidgraph/cli.py), with the binary's output and exit codes."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +85,20 @@ def test_cli_main_from_python(store, capfd):
     assert json.loads(capfd.readouterr().out)["num_nodes"] == 5
     assert cli_main(["solidgraph", "nope"]) == 2
     assert cli_main(["solidgraph", "--help"]) == 0
+
+
+def test_bench_runs_the_benchmark_binary(tmp_path):
+    """`solidgraph bench ...` hands its arguments to `solidgraph-bench` (found
+    next to the command, else on PATH) and passes its exit code through;
+    without it, an error says what to build."""
+    env = {"PATH": str(tmp_path)}  # the console script's interpreter is absolute
+    p = sg("bench", "--help", env=env)
+    assert p.returncode == 1 and "solidgraph-bench" in p.stderr and "cargo build" in p.stderr, p.stderr
+    bench = Path(os.environ.get("SOLIDGRAPH_BENCH_BIN", "target/release/solidgraph-bench")).resolve()
+    if not bench.is_file():
+        pytest.skip(f"{bench} is not built")
+    (tmp_path / "solidgraph-bench").symlink_to(bench)
+    p = sg("bench", "--help", env=env)
+    assert p.returncode == 0 and "analytics" in p.stdout and "sampling" in p.stdout, p.stderr
+    p = sg("bench", "no-such-benchmark", env=env)
+    assert p.returncode == 2 and "no-such-benchmark" in p.stderr, p.stderr

@@ -6,6 +6,7 @@
 //! and vertex orders exactly as `solidgraph` does.
 
 mod apply;
+mod bench;
 mod graph;
 mod infer;
 mod partition;
@@ -50,6 +51,8 @@ enum Cmd {
     Serve(serve::ServeArgs),
     /// Splits a store into K shard stores and a partition book, for one server per shard.
     Partition(partition::PartitionArgs),
+    /// Runs the benchmarks against their baselines (the `solidgraph-bench` binary; `solidgraph bench --help`).
+    Bench(bench::BenchArgs),
 }
 
 /// Runs the `solidgraph` command on `args` (the program name first, as
@@ -72,20 +75,22 @@ where
         }
         Ok(cli) => {
             let res = match cli.cmd {
-                Cmd::Import(a) => graph::import_cmd(a),
-                Cmd::Info(a) => graph::info_cmd(a),
-                Cmd::Verify(a) => graph::verify_cmd(a),
-                Cmd::Neighbors(a) => graph::neighbors_cmd(a),
-                Cmd::Run(a) => run::run_cmd(a),
-                Cmd::Apply(a) => apply::apply_cmd(a),
-                Cmd::Merge(a) => apply::merge_cmd(a),
-                Cmd::Infer(a) => infer::infer_cmd(a),
-                Cmd::Rdf(a) => rdf::rdf_cmd(a),
-                Cmd::Serve(a) => serve::serve_cmd(a),
-                Cmd::Partition(a) => partition::partition_cmd(a),
+                // Its own exit code passes through (a usage error stays 2).
+                Cmd::Bench(a) => bench::bench_cmd(a),
+                Cmd::Import(a) => graph::import_cmd(a).map(|()| 0),
+                Cmd::Info(a) => graph::info_cmd(a).map(|()| 0),
+                Cmd::Verify(a) => graph::verify_cmd(a).map(|()| 0),
+                Cmd::Neighbors(a) => graph::neighbors_cmd(a).map(|()| 0),
+                Cmd::Run(a) => run::run_cmd(a).map(|()| 0),
+                Cmd::Apply(a) => apply::apply_cmd(a).map(|()| 0),
+                Cmd::Merge(a) => apply::merge_cmd(a).map(|()| 0),
+                Cmd::Infer(a) => infer::infer_cmd(a).map(|()| 0),
+                Cmd::Rdf(a) => rdf::rdf_cmd(a).map(|()| 0),
+                Cmd::Serve(a) => serve::serve_cmd(a).map(|()| 0),
+                Cmd::Partition(a) => partition::partition_cmd(a).map(|()| 0),
             };
             match res {
-                Ok(()) => 0,
+                Ok(code) => code,
                 Err(e) => {
                     eprintln!("error: {e}");
                     1
