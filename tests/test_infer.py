@@ -444,6 +444,57 @@ def test_gcn_with_edge_weights(weighted, tmp_path):
     assert rel_err(g.infer(model, nodes, batch_size=16), ref[nodes]) < TOL
 
 
+@pytest.fixture(scope="module")
+def parallel(tmp_path_factory):
+    """A directed graph whose edges are mostly repeated: each (src, dst) pair
+    two or three times, each copy with a weight of its own; no self-loops."""
+    n, pairs_n, d = 200, 700, 10
+    rng = np.random.default_rng(13)
+    pairs = np.unique(np.stack([rng.integers(0, n, pairs_n), rng.integers(0, n, pairs_n)], 1), axis=0)
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    pairs = np.repeat(pairs, rng.integers(1, 4, len(pairs)), axis=0)
+    pairs = pairs[rng.permutation(len(pairs))]
+    src, dst = pairs[:, 0], pairs[:, 1]
+    w = rng.uniform(0.1, 3.0, len(src)).astype(np.float32)
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    path = tmp_path_factory.mktemp("infer") / "parallel"
+    solidgraph.import_graph(path, (src, dst), {"x": x}, edge_weights=w, in_edges=True, num_nodes=n)
+    g = solidgraph.open(path)
+    assert g.num_edges == len(src)  # the repeats are stored
+    ei = torch.from_numpy(np.stack([src, dst]).astype(np.int64))
+    return g, torch.from_numpy(x), ei, torch.from_numpy(w)
+
+
+def test_repeated_edges_keep_their_own_weights(parallel, tmp_path):
+    """Repeated edges with different weights: a full-neighbourhood request,
+    a sampled one and infer_all each read every edge's own weight, and equal
+    PyG's GCN with edge weights on the same (sub)graph."""
+    g, x, ei, w = parallel
+    m = make_model("gcn", x.shape[1], seed=12)
+    model = export(m, tmp_path / "gcnw", edge_weight=True)
+    with torch.no_grad():
+        ref = m(x, ei, edge_weight=w).numpy()
+        # Every copy of a pair weighted as its first: what looking weights up by (src, dst) gave.
+        _, first, inv = np.unique((ei[0] * g.num_nodes + ei[1]).numpy(), return_index=True, return_inverse=True)
+        shared = m(x, ei, edge_weight=w[torch.from_numpy(first[inv])]).numpy()
+    assert rel_err(shared, ref) > 1e-2  # the repeats' own weights matter
+    nodes = np.random.default_rng(5).permutation(g.num_nodes)[:80]
+    assert rel_err(g.infer(model, nodes, batch_size=32), ref[nodes]) < TOL
+    out = np.asarray(g.infer_all(model, out_tensor="gcnw-par", chunk_bytes=1 << 20))
+    assert rel_err(out, ref) < TOL, rel_err(out, ref)
+    # Sampled: the reference weights are the stored in-lists' at the sampled edge ids.
+    in_w = g.neighbors(np.arange(g.num_nodes), "in", with_weights=True)[2]
+    fanouts, seed, bs = [4, 3], 17, 32
+    got = g.infer(model, nodes, fanouts=fanouts, batch_size=bs, seed=seed)
+    for i, start in enumerate(range(0, len(nodes), bs)):
+        seeds = nodes[start : start + bs]
+        s = g.sample_neighbors(seeds, fanouts, seed=batch_seed(seed, i))
+        sw = torch.from_numpy(in_w[s.edge])
+        with torch.no_grad():
+            want = m(x[torch.from_numpy(s.node)], torch.from_numpy(s.edge_index), edge_weight=sw)[: len(seeds)].numpy()
+        assert rel_err(got[start : start + bs], want) < TOL, (i, rel_err(got[start : start + bs], want))
+
+
 def test_edge_weights_need_a_weighted_store(rand, tmp_path):
     model = export(make_model("gcn", 12), tmp_path / "gcnw", edge_weight=True)
     with pytest.raises(InvalidArgumentError, match="edge weights"):

@@ -10,6 +10,9 @@
 //! h + 1 are in flight together, and nodes beyond a tensor's `hops` cost no
 //! row read: a 2-layer GCN's third hop, which only gives the second hop's
 //! exact degrees, reads lists but no rows.
+//!
+//! Edge weights, when asked, come from the same list reads, aligned with
+//! the edges: repeated edges between two nodes keep their own weights.
 
 use rustc_hash::FxHashMap;
 use solidgraph_store::{Csr, Direction, Rows, Store};
@@ -39,15 +42,16 @@ pub struct HoodRows {
 /// `sample_neighbors` with `fanouts = [-1; hops]` and `Direction::In`.
 /// `tensors[i]` of the result holds `rows[i].tensor`'s rows of the first
 /// `num_sampled_nodes[..=rows[i].hops].sum()` nodes only (all of them when
-/// `rows[i].hops >= hops`).
-pub fn full_neighbourhood(store: &Store, seeds: &[u64], hops: usize, rows: &[HoodRows]) -> Result<Sample> {
+/// `rows[i].hops >= hops`). With `weights`, the second value holds each
+/// edge's own weight, aligned with `row`/`col`/`edge`.
+pub fn full_neighbourhood(store: &Store, seeds: &[u64], hops: usize, rows: &[HoodRows], weights: bool) -> Result<(Sample, Option<Vec<f32>>)> {
     // One version of the graph for every read of this call (`Store::view`).
     let view = store.view();
     let store: &Store = &view;
-    check(store, seeds, rows)?;
+    check(store, seeds, rows, weights)?;
     let mut ids = seeds.to_vec();
     store.to_internal(&mut ids)?;
-    let mut g = Hood { out: Sample::default(), local: FxHashMap::with_capacity_and_hasher(ids.len() * 8, Default::default()) };
+    let mut g = Hood { out: Sample::default(), weights: weights.then(Vec::new), local: FxHashMap::with_capacity_and_hasher(ids.len() * 8, Default::default()) };
     for s in ids {
         g.add(s);
     }
@@ -59,7 +63,7 @@ pub fn full_neighbourhood(store: &Store, seeds: &[u64], hops: usize, rows: &[Hoo
         let wanted: Vec<&str> = rows.iter().filter(|r| r.hops >= hop).map(|r| r.tensor.as_str()).collect();
         let (lists, gathered) = std::thread::scope(|s| {
             let rows = s.spawn(|| wanted.iter().map(|t| store.tensor(t, frontier)).collect::<std::result::Result<Vec<Rows>, _>>());
-            let lists = if hop < hops { Some(read_lists(store, frontier)) } else { None };
+            let lists = if hop < hops { Some(read_lists(store, frontier, weights)) } else { None };
             (lists, rows.join().expect("a gather thread does not panic"))
         });
         let mut gathered = gathered?.into_iter();
@@ -74,10 +78,11 @@ pub fn full_neighbourhood(store: &Store, seeds: &[u64], hops: usize, rows: &[Hoo
     }
     g.out.tensors = parts.into_iter().map(concat).collect();
     store.to_external(&mut g.out.node)?;
-    Ok(g.out)
+    debug_assert!(g.weights.as_ref().is_none_or(|w| w.len() == g.out.row.len()), "one weight per edge");
+    Ok((g.out, g.weights))
 }
 
-fn check(store: &Store, seeds: &[u64], rows: &[HoodRows]) -> Result<()> {
+fn check(store: &Store, seeds: &[u64], rows: &[HoodRows], weights: bool) -> Result<()> {
     if seeds.is_empty() {
         return Err(EngineError::Invalid("empty seed list".into()));
     }
@@ -86,15 +91,19 @@ fn check(store: &Store, seeds: &[u64], rows: &[HoodRows]) -> Result<()> {
         return Err(EngineError::Invalid(format!("seed {v} is not in the graph ({n} vertices)")));
     }
     store.gtt(Direction::In)?;
+    if weights && !store.has_weights() {
+        return Err(EngineError::Invalid("edge weights asked for, and this store has none (import with weights)".into()));
+    }
     for r in rows {
         store.tensor_meta(&r.tensor)?;
     }
     Ok(())
 }
 
-/// The in-lists of `frontier` (store ids), in its order: read in store
-/// order, in parts of bounded pages, then put back in frontier order.
-fn read_lists(store: &Store, frontier: &[u64]) -> Result<Csr> {
+/// The in-lists of `frontier` (store ids), in its order, with their weights
+/// when asked: read in store order, in parts of bounded pages, then put
+/// back in frontier order.
+fn read_lists(store: &Store, frontier: &[u64], weights: bool) -> Result<Csr> {
     let gtt = store.gtt(Direction::In)?;
     let mut order: Vec<usize> = (0..frontier.len()).collect();
     order.sort_unstable_by_key(|&i| frontier[i]);
@@ -107,7 +116,7 @@ fn read_lists(store: &Store, frontier: &[u64]) -> Result<Csr> {
             hi += 1;
         }
         let ids: Vec<u64> = order[lo..hi].iter().map(|&i| frontier[i]).collect();
-        lists.push((lo, store.neighbors(&ids, Direction::In, false, false)?));
+        lists.push((lo, store.neighbors(&ids, Direction::In, weights, false)?));
         lo = hi;
     }
     // Frontier position -> (part, index in the part).
@@ -117,11 +126,15 @@ fn read_lists(store: &Store, frontier: &[u64]) -> Result<Csr> {
             at[order[first + j]] = (p as u32, j as u32);
         }
     }
-    let mut out = Csr { indptr: vec![0], ..Csr::default() };
+    let mut out = Csr { indptr: vec![0], weights: weights.then(Vec::new), ..Csr::default() };
     for &(p, j) in &at {
         let csr = &lists[p as usize].1;
         let (a, b) = (csr.indptr[j as usize] as usize, csr.indptr[j as usize + 1] as usize);
         out.indices.extend_from_slice(&csr.indices[a..b]);
+        if let Some(w) = out.weights.as_mut() {
+            let got = csr.weights.as_ref().ok_or_else(|| EngineError::Invalid("the store returned lists without the weights asked for".into()))?;
+            w.extend_from_slice(&got[a..b]);
+        }
         out.first_edge.push(csr.first_edge[j as usize]);
         out.indptr.push(out.indices.len() as u64);
     }
@@ -131,6 +144,8 @@ fn read_lists(store: &Store, frontier: &[u64]) -> Result<Csr> {
 /// The growing neighbourhood: nodes in the order they are first reached.
 struct Hood {
     out: Sample,
+    /// Each edge's weight, aligned with `out.row`, when asked.
+    weights: Option<Vec<f32>>,
     /// Store id -> local id (Fx: probed once per edge).
     local: FxHashMap<u64, u64>,
 }
@@ -153,6 +168,9 @@ impl Hood {
             )));
         }
         let before = self.out.row.len();
+        if let (Some(w), Some(got)) = (self.weights.as_mut(), lists.weights.as_ref()) {
+            w.extend_from_slice(got);
+        }
         for (f, lv) in (start..end).enumerate() {
             let (a, b) = (lists.indptr[f] as usize, lists.indptr[f + 1] as usize);
             for (q, &u) in lists.indices[a..b].iter().enumerate() {

@@ -1,5 +1,6 @@
 //! `infer_hood::full_neighbourhood` against the sampler with every fanout -1:
-//! the same nodes, edges and order, each tensor's rows as far out as asked.
+//! the same nodes, edges and order, each tensor's rows as far out as asked,
+//! each edge's own weight (repeated edges differ) as the in-lists hold it.
 
 use proptest::prelude::*;
 use solidgraph_engine::infer_hood::{HoodRows, full_neighbourhood};
@@ -12,8 +13,10 @@ const DIM: u64 = 3;
 fn build(n: u64, edges: &[(u64, u64)], order: VertexOrder) -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("g");
-    let o = ImportOptions { in_edges: true, dedup: true, num_nodes: Some(n), order, ..Default::default() };
-    let input = EdgeInput::Memory { src: edges.iter().map(|e| e.0).collect(), dst: edges.iter().map(|e| e.1).collect(), weights: None, labels: None };
+    // Repeated edges are kept, each with a weight of its own.
+    let o = ImportOptions { in_edges: true, weights: true, num_nodes: Some(n), order, ..Default::default() };
+    let w = (0..edges.len()).map(|i| 1.0 + i as f32).collect();
+    let input = EdgeInput::Memory { src: edges.iter().map(|e| e.0).collect(), dst: edges.iter().map(|e| e.1).collect(), weights: Some(w), labels: None };
     let x: Vec<u8> = (0..n * DIM).flat_map(|i| (i as f32).to_le_bytes()).collect();
     let t = TensorInput { name: "x".into(), data: TensorData::Memory { dtype: DType::F32, rows: n, dim: DIM, bytes: x } };
     import(&path, &[input], &[t], &o, &|_, _, _| {}).unwrap();
@@ -24,7 +27,15 @@ fn build(n: u64, edges: &[(u64, u64)], order: VertexOrder) -> (tempfile::TempDir
 fn check(store: &Store, seeds: &[u64], hops: usize, rows_hops: usize) {
     let o = SampleOptions { fanouts: vec![-1; hops], tensors: vec!["x".into()], ..SampleOptions::default() };
     let want = sample_neighbors(store, seeds, &o).unwrap();
-    let got = full_neighbourhood(store, seeds, hops, &[HoodRows { tensor: "x".into(), hops: rows_hops }]).unwrap();
+    let (got, weights) = full_neighbourhood(store, seeds, hops, &[HoodRows { tensor: "x".into(), hops: rows_hops }], true).unwrap();
+    // Edge ids are positions in the in-lists of every vertex in store order.
+    let all: Vec<u64> = (0..store.num_nodes()).collect();
+    let lists = store.neighbors(&all, Direction::In, true, false).unwrap();
+    let expect: Vec<f32> = got.edge.iter().map(|&e| lists.weights.as_ref().unwrap()[e as usize]).collect();
+    assert_eq!(weights.unwrap(), expect);
+    let (unweighted, none) = full_neighbourhood(store, seeds, hops, &[HoodRows { tensor: "x".into(), hops: rows_hops }], false).unwrap();
+    assert!(none.is_none());
+    assert_eq!(unweighted.row, got.row);
     assert_eq!(got.node, want.node);
     assert_eq!((&got.row, &got.col, &got.edge), (&want.row, &want.col, &want.edge));
     assert_eq!((&got.num_sampled_nodes, &got.num_sampled_edges), (&want.num_sampled_nodes, &want.num_sampled_edges));
@@ -70,7 +81,7 @@ fn a_frontier_wider_than_one_part() {
 fn bad_input_is_an_error() {
     let (_dir, store) = build(4, &[(0, 1), (1, 2)], VertexOrder::Input);
     let x = || vec![HoodRows { tensor: "x".into(), hops: 1 }];
-    assert!(full_neighbourhood(&store, &[], 1, &x()).is_err());
-    assert!(full_neighbourhood(&store, &[4], 1, &x()).is_err());
-    assert!(full_neighbourhood(&store, &[0], 1, &[HoodRows { tensor: "nope".into(), hops: 1 }]).is_err());
+    assert!(full_neighbourhood(&store, &[], 1, &x(), false).is_err());
+    assert!(full_neighbourhood(&store, &[4], 1, &x(), false).is_err());
+    assert!(full_neighbourhood(&store, &[0], 1, &[HoodRows { tensor: "nope".into(), hops: 1 }], false).is_err());
 }

@@ -168,7 +168,7 @@ fn infer_full(store: &Store, model: &Model, nodes: &[u64], o: &InferOptions, hop
         let (tx, rx) = std::sync::mpsc::sync_channel(o.prefetch.max(1));
         s.spawn(move || {
             for batch in nodes.chunks(o.batch_size) {
-                let hood = full_neighbourhood(store, batch, hops, &rows);
+                let hood = full_neighbourhood(store, batch, hops, &rows, weighted);
                 let failed = hood.is_err();
                 // The receiver stops at an error of its own: nothing left to send to.
                 if tx.send(hood).is_err() || failed {
@@ -177,8 +177,7 @@ fn infer_full(store: &Store, model: &Model, nodes: &[u64], o: &InferOptions, hop
             }
         });
         for batch in nodes.chunks(o.batch_size) {
-            let sample = rx.recv().map_err(|_| RunnerError::Invalid(format!("the neighbourhood of the batch at node {done} was not read")))??;
-            let weights = if weighted { Some(sample_weights(store, &sample)?) } else { None };
+            let (sample, weights) = rx.recv().map_err(|_| RunnerError::Invalid(format!("the neighbourhood of the batch at node {done} was not read")))??;
             let rows = model.run_hood(&sample, keep, weights.as_deref())?;
             place(&mut out, done, batch, &sample, &rows, &mut first)?;
             done += batch.len();
@@ -189,18 +188,38 @@ fn infer_full(store: &Store, model: &Model, nodes: &[u64], o: &InferOptions, hop
     Ok(out)
 }
 
-/// The weight of every sampled edge `node[row[i]] -> node[col[i]]`, in one batched lookup.
-fn sample_weights(store: &Store, sample: &solidgraph_engine::sampler::Sample) -> Result<Vec<f32>> {
+/// The weight of every sampled edge, each edge's own: a sampled edge into
+/// `v` has id `first_edge(v) + k`, `k` its position in `v`'s in-list, so the
+/// weight is read at that position of the same list (one batched read of
+/// the destinations' lists, pages the sampler has just read). Repeated
+/// edges between two nodes so keep their own weights, as in `infer_all`.
+/// A list that no longer holds the sampled neighbour there (an update
+/// between the draw and this read) is an error, never another edge's weight.
+fn sample_weights(store: &Store, sample: &Sample) -> Result<Vec<f32>> {
+    let mut dsts: Vec<u64> = sample.col.iter().map(|&c| sample.node[c as usize]).collect();
+    dsts.sort_unstable();
+    dsts.dedup();
+    let mut ids = dsts.clone();
+    store.to_internal(&mut ids).map_err(EngineError::from)?;
+    let lists = store.neighbors(&ids, Direction::In, true, false).map_err(EngineError::from)?;
+    let w = lists.weights.as_ref().ok_or_else(|| RunnerError::Invalid("the store returned lists without their weights".into()))?;
     let mut src: Vec<u64> = sample.row.iter().map(|&r| sample.node[r as usize]).collect();
-    let mut dst: Vec<u64> = sample.col.iter().map(|&c| sample.node[c as usize]).collect();
     store.to_internal(&mut src).map_err(EngineError::from)?;
-    store.to_internal(&mut dst).map_err(EngineError::from)?;
-    let w = store.edge_weights(&src, &dst).map_err(EngineError::from)?;
-    if let Some(i) = w.iter().position(|x| !x.is_finite()) {
-        return Err(RunnerError::Invalid(format!(
-            "sampled edge {} -> {} has no finite weight in the store",
-            sample.node[sample.row[i] as usize], sample.node[sample.col[i] as usize]
-        )));
+    let mut out = Vec::with_capacity(sample.row.len());
+    for (i, (&c, &e)) in sample.col.iter().zip(&sample.edge).enumerate() {
+        let v = sample.node[c as usize];
+        let j = dsts.binary_search(&v).expect("every destination was read");
+        let (a, b) = (lists.indptr[j], lists.indptr[j + 1]);
+        let at = e.checked_sub(lists.first_edge[j]).map(|k| a + k).filter(|&p| p < b);
+        match at {
+            Some(p) if lists.indices[p as usize] == src[i] && w[p as usize].is_finite() => out.push(w[p as usize]),
+            _ => {
+                let u = sample.node[sample.row[i] as usize];
+                return Err(RunnerError::Invalid(format!(
+                    "sampled edge {u} -> {v} (edge id {e}) is not where it was drawn in {v}'s in-list, or its weight is not finite: the graph changed during the request, retry it"
+                )));
+            }
+        }
     }
-    Ok(w)
+    Ok(out)
 }

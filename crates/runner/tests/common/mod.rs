@@ -206,3 +206,80 @@ pub fn ngcf(x: &Mat, edges: &[(usize, usize)], w: &BTreeMap<String, Weight>, lay
     }
     (0..x.len()).map(|i| parts.iter().flat_map(|p| p[i].clone()).collect()).collect()
 }
+
+/// splitmix64: reproducible without a dependency.
+pub fn splitmix(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = seed;
+    move || {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// The skewed weighted graph of the request and whole-graph tests.
+pub struct Skewed {
+    pub nodes: u64,
+    pub edges: u64,
+    /// The last `idle` nodes have no edges.
+    pub idle: u64,
+    /// A quarter of the edges go into or out of nodes `0..hubs`.
+    pub hubs: u64,
+    pub dim: usize,
+    pub seed: u64,
+}
+
+/// Edges drawn per `s` (weights in 0.1..2.1), some loops, then a loop
+/// repeated at node 5 (weights 0.5 and 3) and an edge 7 -> 9 repeated
+/// (weights 1 and 2): repeated edges each keep their own weight. Features
+/// `x` uniform in -1..1.
+pub fn skewed_store(path: &std::path::Path, s: &Skewed, directed: bool, order: solidgraph_store::order::VertexOrder) -> solidgraph_store::Store {
+    use solidgraph_store::{DType, EdgeInput, ImportOptions, OpenOptions, Store, TensorData, TensorInput, import};
+    let mut next = splitmix(s.seed);
+    let span = s.nodes - s.idle;
+    let (mut src, mut dst, mut w) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..s.edges {
+        let (mut a, mut b) = (next() % span, next() % span);
+        match i % 8 {
+            0 => b = next() % s.hubs,
+            1 => a = next() % s.hubs,
+            2 if i % 64 == 2 => b = a,
+            _ => {}
+        }
+        src.push(a);
+        dst.push(b);
+        w.push(0.1 + (next() % 1000) as f32 / 500.0);
+    }
+    for (a, b, x) in [(5, 5, 0.5f32), (5, 5, 3.0), (7, 9, 1.0), (7, 9, 2.0)] {
+        src.push(a);
+        dst.push(b);
+        w.push(x);
+    }
+    let x: Vec<u8> = (0..s.nodes as usize * s.dim).flat_map(|_| ((next() % 2000) as f32 / 1000.0 - 1.0).to_le_bytes()).collect();
+    let tensors = [TensorInput { name: "x".into(), data: TensorData::Memory { dtype: DType::F32, rows: s.nodes, dim: s.dim as u64, bytes: x } }];
+    let o = ImportOptions { undirected: !directed, in_edges: directed, weights: true, num_nodes: Some(s.nodes), order, ..Default::default() };
+    import(path, &[EdgeInput::Memory { src, dst, weights: Some(w), labels: None }], &tensors, &o, &|_, _, _| {}).unwrap();
+    Store::open(path, &OpenOptions::default()).unwrap()
+}
+
+/// Every built-in model, `dim` -> `hidden` -> `out` (NGCF at half the hidden width, GAT 8 wide).
+pub fn model_zoo(dim: usize, hidden: usize, out: usize) -> Vec<(&'static str, solidgraph_runner::Dfg)> {
+    use solidgraph_runner::models;
+    vec![
+        ("gcn", models::gcn(dim, &[hidden, out], false)),
+        ("gcnw", models::gcn(dim, &[hidden, out], true)),
+        ("sage", models::sage(dim, &[hidden, out])),
+        ("gin", models::gin(dim, &[hidden, out], 0.3)),
+        ("ngcf", models::ngcf(dim, &[hidden / 2, out])),
+        ("gat", models::gat(dim, &[8, out], &[2, 1], false)),
+    ]
+}
+
+/// max |a - b| / max |b|.
+pub fn rel_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-30);
+    a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
+}
