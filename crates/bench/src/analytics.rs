@@ -305,10 +305,11 @@ pub fn run(a: AnalyticsArgs) -> CliResult {
                 if c == Contender::Gap {
                     // In memory, no limit; its read time is not timed.
                     let gap = gap.as_ref().expect("prepared above");
-                    if let Some(seconds) = gap.run(algo, bfs_source, a.iterations)? {
-                        let w = WorkerReport { seconds, ..WorkerReport::empty() };
-                        runs.push(Run { c, algo, w: Some(w), peak: None, result: PathBuf::new() });
-                    }
+                    // Only k-core's reference writes a result.
+                    let out = if algo == Algo::Kcore { results.join(format!("gap-kcore-r{round}.bin")) } else { PathBuf::new() };
+                    let seconds = gap.run(algo, bfs_source, a.iterations, &out)?;
+                    let w = WorkerReport { seconds, ..WorkerReport::empty() };
+                    runs.push(Run { c, algo, w: Some(w), peak: None, result: out });
                     continue;
                 }
                 drop_caches(&files);
@@ -372,7 +373,7 @@ pub fn run(a: AnalyticsArgs) -> CliResult {
         }
     }
     let verified = verify(&runs, &a.algos)?;
-    for r in runs.iter().filter(|r| r.c != Contender::Gap) {
+    for r in runs.iter().filter(|r| !r.result.as_os_str().is_empty()) {
         let _ = std::fs::remove_file(&r.result);
     }
     let rep = Report { a: &a, g: &g, budget, bfs_source, cgroups, seq, runs, verified, contenders, failures };
@@ -396,8 +397,8 @@ fn verify(runs: &[Run], algos: &[Algo]) -> CliResult<Vec<String>> {
         };
         let want = std::fs::read(&reference.result).map_err(file_err(&reference.result))?;
         let mut checked = 0;
-        // gapbs prints no per-vertex result.
-        for r in runs.iter().filter(|r| r.algo == algo && r.w.is_some() && r.c != Contender::Gap && !std::ptr::eq(*r, reference)) {
+        // gapbs prints no per-vertex result; the k-core reference does.
+        for r in runs.iter().filter(|r| r.algo == algo && r.w.is_some() && !r.result.as_os_str().is_empty() && !std::ptr::eq(*r, reference)) {
             let got = std::fs::read(&r.result).map_err(file_err(&r.result))?;
             let ok = match algo {
                 Algo::Pagerank => {
@@ -668,7 +669,9 @@ impl Report<'_> {
             );
         }
         if self.contenders.contains(&Contender::Gap) {
-            println!("GAP (gapbs, in memory, no memory limit: the reference; its results are not compared, it prints none; no k-core kernel):");
+            println!(
+                "GAP (gapbs, in memory, no memory limit: the reference; its results are not compared, it prints none; k-core, which gapbs lacks: Batagelj-Zaversnik peeling on the .sg in RAM, one thread, core numbers compared):"
+            );
             for &algo in &self.a.algos {
                 let (s, b) = self.vs_gap(algo);
                 let x = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.2}x"));
@@ -855,7 +858,7 @@ fn engine_run(store: &Store, a: &AnalyticsWorkerArgs) -> CliResult<(Res, u64)> {
 /// The same algorithms written plainly over CSR slices (mmap'ed files):
 /// direction-optimizing BFS, min-root union-find WCC, push PageRank with the
 /// Graphalytics dangling rule, Batagelj-Zaversnik k-core. One thread.
-mod baseline {
+pub(crate) mod baseline {
     use super::{Algo, MmapCsr, Res};
     // The engine's state arrays (on huge pages), so both sides pay the
     // same for a random read of vertex state.
@@ -871,6 +874,48 @@ mod baseline {
         fn row(&self, v: usize) -> &[u32] {
             &self.ci[self.rp[v] as usize..self.rp[v + 1] as usize]
         }
+    }
+
+    /// Batagelj-Zaversnik (2003): O(m) peeling by bucket sort of the
+    /// degrees; the core number of every vertex of the symmetric CSR
+    /// (`rp`: n + 1 offsets into `ci`), self-loops ignored.
+    pub(crate) fn kcore(rp: &[u64], ci: &[u32]) -> Vec<u32> {
+        let g = G { rp, ci };
+        let n = rp.len() - 1;
+        let mut deg: Vec<u32> = state::from_fn(n, |v| g.row(v).iter().filter(|&&u| u as usize != v).count() as u32);
+        let maxd = deg.iter().copied().max().unwrap_or(0) as usize;
+        let mut bin = vec![0u32; maxd + 2];
+        deg.iter().for_each(|&d| bin[d as usize + 1] += 1);
+        for d in 1..bin.len() {
+            bin[d] += bin[d - 1];
+        }
+        let (mut vert, mut pos) = (state::filled(n, 0u32), state::filled(n, 0u32));
+        let mut fill = bin.clone();
+        for v in 0..n {
+            let d = deg[v] as usize;
+            pos[v] = fill[d];
+            vert[fill[d] as usize] = v as u32;
+            fill[d] += 1;
+        }
+        for i in 0..n {
+            let v = vert[i] as usize;
+            for &u in g.row(v) {
+                let u = u as usize;
+                if u != v && deg[u] > deg[v] {
+                    let du = deg[u] as usize;
+                    let (pu, pw) = (pos[u] as usize, bin[du] as usize);
+                    let w = vert[pw] as usize;
+                    if u != w {
+                        vert.swap(pu, pw);
+                        pos[u] = pw as u32;
+                        pos[w] = pu as u32;
+                    }
+                    bin[du] += 1;
+                    deg[u] -= 1;
+                }
+            }
+        }
+        deg
     }
 
     pub(super) fn run(csr: &MmapCsr, algo: Algo, source: u64, iterations: u32) -> (Res, u64) {
@@ -979,42 +1024,7 @@ mod baseline {
                 }
                 (Res::F64(pr), iterations as u64)
             }
-            Algo::Kcore => {
-                let mut deg: Vec<u32> = state::from_fn(n, |v| g.row(v).iter().filter(|&&u| u as usize != v).count() as u32);
-                let maxd = deg.iter().copied().max().unwrap_or(0) as usize;
-                let mut bin = vec![0u32; maxd + 2];
-                deg.iter().for_each(|&d| bin[d as usize + 1] += 1);
-                for d in 1..bin.len() {
-                    bin[d] += bin[d - 1];
-                }
-                let (mut vert, mut pos) = (state::filled(n, 0u32), state::filled(n, 0u32));
-                let mut fill = bin.clone();
-                for v in 0..n {
-                    let d = deg[v] as usize;
-                    pos[v] = fill[d];
-                    vert[fill[d] as usize] = v as u32;
-                    fill[d] += 1;
-                }
-                for i in 0..n {
-                    let v = vert[i] as usize;
-                    for &u in g.row(v) {
-                        let u = u as usize;
-                        if u != v && deg[u] > deg[v] {
-                            let du = deg[u] as usize;
-                            let (pu, pw) = (pos[u] as usize, bin[du] as usize);
-                            let w = vert[pw] as usize;
-                            if u != w {
-                                vert.swap(pu, pw);
-                                pos[u] = pw as u32;
-                                pos[w] = pu as u32;
-                            }
-                            bin[du] += 1;
-                            deg[u] -= 1;
-                        }
-                    }
-                }
-                (Res::U32(deg), 1)
-            }
+            Algo::Kcore => (Res::U32(kcore(g.rp, g.ci)), 1),
         }
     }
 }

@@ -7,11 +7,15 @@
 //! bottom-up: about as many pages, a fraction of the work per page. An
 //! optional target stops the search early (GraphSSD's BFS queries).
 //!
-//! A bottom-up miss (no in-neighbor in the frontier) is probed again at the
-//! next level, so its list is kept in memory, up to the page cache's budget
-//! (idle while levels are read as merged ranges), so on a power-law graph
-//! the vertices left after the big level need no second pass, and the
-//! search reads the store about once.
+//! A bottom-up level hands each chunk to a pool thread, which decodes its
+//! pages one at a time into a buffer that stays in the CPU caches and
+//! probes the members there, settling them itself: no chunk-sized CSR is
+//! written and read back. A bottom-up miss (no in-neighbor in the
+//! frontier) is probed again at the next level, so its list is kept in
+//! memory, up to the page cache's budget (idle while levels are read as
+//! merged ranges) and at most `KEPT_MAX`, so on a power-law graph the
+//! vertices left after the big level need no second pass, and the search
+//! reads the store about once.
 //!
 //! State: the levels (4 bytes per vertex while running, widened to the
 //! 8-byte output at the end), parents when asked for, and four bitsets:
@@ -21,11 +25,15 @@
 //! in-list turns out empty is dropped (nothing can reach it), so isolated
 //! vertices are read once.
 
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
+
 use rayon::prelude::*;
+use solidgraph_io::sync::MutexExt;
 use solidgraph_store::{Direction, Need, Store, StoreError};
 
 use crate::error::{EngineError, Progress, Result};
-use crate::frontier::{Bitset, Frontier, Lists};
+use crate::frontier::{Bitset, Chunk, Frontier, Lists};
 use crate::state;
 
 /// Level of an unreachable vertex (the Graphalytics convention).
@@ -67,7 +75,8 @@ const REACHED: u64 = u64::MAX - 2;
 
 /// Bytes the lists of bottom-up misses may take: the page cache's budget
 /// (idle while levels are read as merged ranges), less what a cache holding
-/// the whole store uses, and no more than all in-lists as u32 ids; 0
+/// the whole store uses, and no more than all in-lists as u32 ids or
+/// `KEPT_MAX`; 0
 /// without bottom-up steps or on graphs of 2^32 vertices or more (kept ids
 /// are u32).
 fn kept_cap(store: &Store, inn: Option<&Lists>) -> usize {
@@ -77,8 +86,14 @@ fn kept_cap(store: &Store, inn: Option<&Lists>) -> usize {
     let budget = store.stats().cache.budget as usize;
     let idle = if budget as u64 >= store.size_bytes() { budget - store.size_bytes() as usize } else { budget };
     let all = store.num_edges() as usize * size_of::<u32>() + store.num_nodes() as usize * kept_bytes(0);
-    idle.min(all)
+    idle.min(all).min(KEPT_MAX)
 }
+
+/// The most bytes of kept lists, whatever the cache's budget: fresh memory
+/// costs more to fault in here than reading those lists again (from the
+/// cache's image, or in merged reads), so a larger cache must not buy a
+/// larger buffer (docs/PERFORMANCE.md, "More cache").
+const KEPT_MAX: usize = 128 << 20;
 
 /// In-lists of unvisited vertices held between bottom-up levels, as u32
 /// ids (kept only on graphs of fewer than 2^32 vertices).
@@ -135,22 +150,146 @@ impl Kept {
         self.nbrs.truncate(to);
     }
 
-    /// Keeps the lists of the probes that missed, within the cap; those
+    /// Keeps a chunk's misses (`Misses`) as far as the cap allows; those
     /// need no read at the next level.
-    fn keep_misses<'a>(&mut self, probes: &[(u64, u64)], unread: &Bitset, list: impl Fn(usize) -> &'a [u64]) {
-        for (i, &(v, p)) in probes.iter().enumerate() {
-            let l = list(i);
-            if p == MISSED && self.bytes() + kept_bytes(l.len()) <= self.cap {
-                if self.nbrs.capacity() == 0 {
-                    // Exact, so growth never doubles past the cap.
-                    self.nbrs.reserve_exact(self.cap / size_of::<u32>());
-                }
-                self.ids.push(v);
-                // Ids fit u32: the cap is 0 on larger graphs.
-                self.nbrs.extend(l.iter().map(|&u| u as u32));
-                self.ends.push(self.nbrs.len());
-                unread.remove(v);
+    fn keep(&mut self, m: &Misses, unread: &Bitset) {
+        let mut start = 0;
+        for (&v, &end) in m.ids.iter().zip(&m.ends) {
+            let l = &m.nbrs[start..end];
+            start = end;
+            if self.bytes() + kept_bytes(l.len()) > self.cap {
+                continue;
             }
+            if self.nbrs.capacity() == 0 {
+                // Exact, so growth never doubles past the cap.
+                self.nbrs.reserve_exact(self.cap / size_of::<u32>());
+            }
+            self.ids.push(v);
+            self.nbrs.extend_from_slice(l);
+            self.ends.push(self.nbrs.len());
+            unread.remove(v);
+        }
+    }
+}
+
+/// One chunk's bottom-up misses: vertices and their lists (u32 ids).
+#[derive(Default)]
+struct Misses {
+    ids: Vec<u64>,
+    ends: Vec<usize>,
+    nbrs: Vec<u32>,
+}
+
+/// A bottom-up level over the lists not kept, shared by the chunk tasks:
+/// each settles the vertices of its chunk (a vertex is in one chunk), so
+/// the level and parent writes never meet.
+struct Step<'a> {
+    cur: &'a Bitset,
+    next: &'a Bitset,
+    unvisited: &'a Bitset,
+    unread: &'a Bitset,
+    levels: &'a [AtomicU32],
+    parents: Option<&'a [AtomicI64]>,
+    /// The level of the vertices this step reaches.
+    level: u32,
+    added: AtomicU64,
+    /// Whether misses' lists are kept at all (a cap above 0).
+    keeps: bool,
+    kept: Mutex<&'a mut Kept>,
+}
+
+/// `levels` seen as atomics, so that chunk tasks settle their vertices
+/// in place.
+fn atomic_u32(x: &mut [u32]) -> &[AtomicU32] {
+    const { assert!(align_of::<AtomicU32>() == align_of::<u32>()) };
+    // SAFETY: same size and (asserted) alignment; the exclusive borrow
+    // means no non-atomic access while the view lives.
+    unsafe { &*(x as *mut [u32] as *const [AtomicU32]) }
+}
+
+/// `atomic_u32` for parents.
+fn atomic_i64(x: &mut [i64]) -> &[AtomicI64] {
+    const { assert!(align_of::<AtomicI64>() == align_of::<i64>()) };
+    // SAFETY: as in `atomic_u32`.
+    unsafe { &*(x as *mut [i64] as *const [AtomicI64]) }
+}
+
+/// The vertex whose list a chunk task is probing (an extent's list comes
+/// in parts, one a page).
+struct Open {
+    v: u64,
+    parent: Option<u64>,
+    empty: bool,
+    /// Where its ids start in `Misses::nbrs`.
+    start: usize,
+}
+
+impl Step<'_> {
+    /// Probes the members of `c` (vertices still in `unread`): a member
+    /// with an in-neighbor in the frontier is reached, one with no
+    /// in-neighbors is dropped, and the lists of the rest are kept within
+    /// the cap.
+    fn chunk(&self, c: &Chunk) -> Result<()> {
+        let mut m = Misses::default();
+        let mut open: Option<Open> = None;
+        c.for_each_list(|v, ids, a, end| {
+            if open.as_ref().is_none_or(|o| o.v != v) {
+                if let Some(o) = open.take() {
+                    self.close(o, &mut m);
+                }
+                if !self.unread.contains(v) {
+                    return;
+                }
+                open = Some(Open { v, parent: None, empty: true, start: m.nbrs.len() });
+            }
+            let o = open.as_mut().expect("opened above");
+            let part = &ids[a..end];
+            o.empty &= part.is_empty();
+            if o.parent.is_some() {
+                return;
+            }
+            match part.iter().find(|&&u| self.cur.contains(u)) {
+                Some(&u) => {
+                    o.parent = Some(u);
+                    m.nbrs.truncate(o.start);
+                }
+                // Ids fit u32: lists are kept only below 2^32 vertices.
+                None if self.keeps => m.nbrs.extend(part.iter().map(|&u| u as u32)),
+                None => {}
+            }
+        })?;
+        if let Some(o) = open.take() {
+            self.close(o, &mut m);
+        }
+        if !m.ids.is_empty() {
+            self.kept.locked().keep(&m, self.unread);
+        }
+        Ok(())
+    }
+
+    /// Settles a probed vertex, or records it as a miss.
+    fn close(&self, o: Open, m: &mut Misses) {
+        match o.parent {
+            Some(u) => {
+                self.unvisited.remove(o.v);
+                self.unread.remove(o.v);
+                self.levels[o.v as usize].store(self.level, Relaxed);
+                if let Some(p) = self.parents {
+                    p[o.v as usize].store(u as i64, Relaxed);
+                }
+                self.next.insert(o.v);
+                self.added.fetch_add(1, Relaxed);
+            }
+            // Nothing can reach it.
+            None if o.empty => {
+                self.unvisited.remove(o.v);
+                self.unread.remove(o.v);
+            }
+            None if self.keeps => {
+                m.ids.push(o.v);
+                m.ends.push(m.nbrs.len());
+            }
+            None => {}
         }
     }
 }
@@ -232,11 +371,6 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
                 None if nbrs.is_empty() => (v, NO_IN_EDGES),
                 None => (v, MISSED),
             };
-            let probe64 = |v: u64, nbrs: &[u64]| match nbrs.iter().find(|&&u| cur.contains(u)) {
-                Some(&u) => (v, u),
-                None if nbrs.is_empty() => (v, NO_IN_EDGES),
-                None => (v, MISSED),
-            };
             // Misses go on to the next level: keep their lists in memory,
             // as far as the cap allows, instead of reading them again.
             // Lists kept by an earlier level; top-down may have reached some.
@@ -251,21 +385,28 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
             let misses: Vec<bool> = hits.iter().map(|&(_, p)| p == MISSED).collect();
             kept.retain(&misses);
             settle(&hits);
+            // The other lists: each chunk probed on a pool thread as its
+            // pages are decoded (page by page, into buffers that stay in
+            // the CPU caches), settling its own vertices.
+            let step = Step {
+                cur: &cur,
+                next: &next,
+                unvisited: &unvisited,
+                unread: &unread,
+                levels: atomic_u32(&mut levels),
+                parents: par.as_mut().map(|p| atomic_i64(p)),
+                level: level + 1,
+                added: AtomicU64::new(0),
+                keeps: kept.cap > 0,
+                kept: Mutex::new(&mut kept),
+            };
             // Removing members while the reader plans ahead is safe: they
-            // belong to batches it has already handed over.
-            inn.try_batches(Frontier::Set(&unread), |b| {
-                let hits: Vec<(u64, u64)> = (0..b.len())
-                    .into_par_iter()
-                    .with_min_len(256)
-                    .map(|i| {
-                        let (v, nbrs, _) = b.get(i);
-                        probe64(v, nbrs)
-                    })
-                    .collect();
-                kept.keep_misses(&hits, &unread, |i| b.get(i).1);
-                settle(&hits);
+            // belong to chunks it has already handed over.
+            inn.chunks_of(Frontier::Set(&unread), |c| {
+                step.chunk(c)?;
                 Ok(progress("bfs", reached, n)?)
             })?;
+            added += step.added.into_inner();
         } else {
             out.try_batches(Frontier::Set(&cur), |b| {
                 let hits: Vec<(u64, u64)> = (0..b.len())

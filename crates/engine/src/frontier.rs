@@ -438,12 +438,24 @@ impl<'a> Lists<'a> {
     /// in ascending order (asserted), so `f` may write its chunk's range of
     /// a shared array.
     pub fn chunks<R: Send>(&self, f: impl Fn(&Chunk) -> Result<R> + Sync) -> Result<Vec<R>> {
+        self.chunks_of(Frontier::All, f)
+    }
+
+    /// `chunks` over a frontier: a chunk the plan reads whole comes as its
+    /// pages (`Chunk::Pages`, every list of the range: `f` skips the
+    /// non-members), the members of sparse chunks as decoded batches
+    /// (`Chunk::Lists`, members only). Only `Frontier::All`'s chunks are
+    /// disjoint ascending ranges; the others come in plan order, a vertex
+    /// in at most one chunk.
+    pub fn chunks_of<R: Send>(&self, frontier: Frontier, f: impl Fn(&Chunk) -> Result<R> + Sync) -> Result<Vec<R>> {
+        let whole = matches!(frontier, Frontier::All);
         let read = |job: Job| {
-            if let ([dir], Job::Range(lo, hi, None)) = (self.dirs.as_slice(), &job)
+            if let ([dir], Job::Range(lo, hi, _)) = (self.dirs.as_slice(), &job)
                 && let Some(rp) = self.store.range_pages(*dir, *lo, *hi, self.cached)?
             {
                 return Ok(Chunk::Pages(rp));
             }
+            // A decoded range keeps only its members.
             self.read(job).map(Chunk::Lists)
         };
         let threads = rayon::current_num_threads();
@@ -453,10 +465,12 @@ impl<'a> Lists<'a> {
         let (f, busy, done) = (&f, &busy, &done);
         let (mut k, mut covered) = (0, 0);
         rayon::in_place_scope(|s| {
-            self.pipeline(Frontier::All, read, |c| {
-                let (lo, hi) = c.range();
-                assert!(covered <= lo && lo <= hi, "chunk [{lo}, {hi}) overlaps the one before (up to {covered})");
-                covered = hi;
+            self.pipeline(frontier, read, |c| {
+                if whole {
+                    let (lo, hi) = c.range();
+                    assert!(covered <= lo && lo <= hi, "chunk [{lo}, {hi}) overlaps the one before (up to {covered})");
+                    covered = hi;
+                }
                 *busy.0.locked() += 1;
                 let at = k;
                 k += 1;
