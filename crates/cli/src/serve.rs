@@ -70,6 +70,10 @@ pub struct ServeArgs {
     /// Longest a request may run, in seconds (a client's shorter deadline wins).
     #[arg(long, default_value_t = 300.0)]
     pub deadline: f64,
+    /// Threads running HTTP/2 and the small reads (request work has its own
+    /// pool); more only for many small requests on many cores.
+    #[arg(long, default_value_t = 1)]
+    pub reactor_threads: usize,
 }
 
 pub fn serve_cmd(a: ServeArgs) -> CliResult {
@@ -111,6 +115,7 @@ pub fn serve_cmd(a: ServeArgs) -> CliResult {
         limits,
         open,
         threads,
+        reactor_threads: a.reactor_threads,
     })?;
     Ok(())
 }

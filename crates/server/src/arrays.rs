@@ -83,7 +83,7 @@ pub fn rows(a: Option<&Array>, what: &str, dtype: &str, size: usize, dim: u64, n
 }
 
 /// A result: named arrays, sent as `Arrays` messages.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Out {
     arrays: Vec<(String, &'static str, Vec<u64>, Bytes)>,
 }

@@ -26,7 +26,35 @@ pub struct GraphService {
 /// cached lists take microseconds.
 const INLINE_IDS: usize = 16;
 
-pub type ArraysStream = tokio_stream::Iter<std::vec::IntoIter<Result<Arrays, Status>>>;
+/// A reply's messages, all ready: a stream for tonic, and an iterator for
+/// `replies`, which frames them itself.
+pub struct ArraysStream(std::vec::IntoIter<Result<Arrays, Status>>);
+
+impl ArraysStream {
+    pub fn new(msgs: Vec<Result<Arrays, Status>>) -> ArraysStream {
+        ArraysStream(msgs.into_iter())
+    }
+}
+
+impl Iterator for ArraysStream {
+    type Item = Result<Arrays, Status>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next()
+    }
+}
+
+impl tokio_stream::Stream for ArraysStream {
+    type Item = Result<Arrays, Status>;
+
+    fn poll_next(mut self: std::pin::Pin<&mut Self>, _cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Self::Item>> {
+        std::task::Poll::Ready(self.0.next())
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
 
 fn direction(s: &str, default: Direction) -> Result<Direction, Status> {
     if s.is_empty() { Ok(default) } else { s.parse::<Direction>().or_status() }
@@ -69,7 +97,7 @@ impl GraphService {
         };
         telemetry::response_bytes(method, out.bytes());
         let msgs: Vec<Result<Arrays, Status>> = out.into_messages(chunk).into_iter().map(Ok).collect();
-        Ok(Response::new(tokio_stream::iter(msgs)))
+        Ok(Response::new(ArraysStream::new(msgs)))
     }
 }
 

@@ -3,9 +3,10 @@
 //! store and engine, below the CLI's `solidgraph serve`.
 //!
 //! Requests run on a bounded pool of blocking threads (`gate`), never on
-//! tokio's reactor; results leave as chunked raw arrays (`arrays`); every
-//! call passes bearer-token auth (`auth`) and the limits (`limits`), and is
-//! counted in the Prometheus metrics (`telemetry`).
+//! tokio's reactor; results leave as chunked raw arrays (`arrays`), framed
+//! without copies (`replies`); every call passes bearer-token auth
+//! (`auth`) and the limits (`limits`), and is counted in the Prometheus
+//! metrics (`telemetry`).
 
 mod analytics;
 pub mod arrays;
@@ -15,6 +16,7 @@ mod gate;
 mod graph;
 pub mod limits;
 mod oversize;
+mod replies;
 mod serve;
 mod shard;
 mod spool;

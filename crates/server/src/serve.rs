@@ -20,6 +20,7 @@ use crate::graph::GraphService;
 use crate::limits::Limits;
 use crate::proto::graph_server::GraphServer;
 use crate::proto::updates_server::UpdatesServer;
+use crate::replies::Replies;
 use crate::stores::Stores;
 use crate::telemetry;
 use crate::updates::UpdatesService;
@@ -46,6 +47,9 @@ pub struct ServeOptions {
     pub open: OpenOptions,
     /// Blocking threads for request work (at least `limits.max_concurrent`).
     pub threads: usize,
+    /// Threads of the reactor, which runs HTTP/2 and the small reads
+    /// (`gate`); 1 unless many cores serve many small requests.
+    pub reactor_threads: usize,
 }
 
 fn read(p: &PathBuf) -> Result<Vec<u8>, String> {
@@ -68,7 +72,19 @@ pub fn serve(opts: ServeOptions) -> Result<(), String> {
         Some(p) => Tokens::load(p).map_err(|e| e.to_string())?,
         None => Tokens::none(),
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    // One reactor thread by default: a small request then wakes no other
+    // thread on its way (PERFORMANCE.md, Server), and request work runs on
+    // the blocking pool.
+    let mut rt = match opts.reactor_threads {
+        0 => return Err("--reactor-threads must be at least 1".into()),
+        1 => tokio::runtime::Builder::new_current_thread(),
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
+        }
+    };
+    let rt = rt
         .enable_all()
         .max_blocking_threads(opts.threads.max(opts.limits.max_concurrent) + 4)
         .thread_name("solidgraph-serve")
@@ -102,7 +118,7 @@ async fn run(opts: ServeOptions, tokens: Tokens) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
 
     let read_auth = tokens.clone();
-    let graph = GraphServer::new(GraphService { stores: stores.clone(), gate: gate.clone() }).max_decoding_message_size(max).max_encoding_message_size(max);
+    let graph = Replies::new(Arc::new(GraphService { stores: stores.clone(), gate: gate.clone() }), max);
     let graph = tonic::service::interceptor::InterceptedService::new(graph, move |r: Request<()>| -> Result<Request<()>, Status> {
         read_auth.check(&r, Role::Read)?;
         Ok(r)

@@ -85,7 +85,7 @@ impl GraphService {
         let out = self.gate.run("ShardSample", move || draw(&adj, &rows, &ids, &local, col, &r)).await?;
         telemetry::response_bytes("ShardSample", out.bytes());
         let msgs: Vec<Result<Arrays, Status>> = out.into_messages(chunk).into_iter().map(Ok).collect();
-        Ok(Response::new(tokio_stream::iter(msgs)))
+        Ok(Response::new(ArraysStream::new(msgs)))
     }
 }
 

@@ -135,6 +135,19 @@ impl Chunks {
     }
 }
 
+/// Adds `m` to the spool on a blocking thread (file writes, off the
+/// reactor, which serves every connection) and hands the chunks back; if
+/// the call is dropped meanwhile, they are dropped there, spool files and all.
+async fn add_chunk(chunks: Chunks, m: UpdateGraphRequest, limit: u64) -> Result<Chunks, Status> {
+    let job = tokio::task::spawn_blocking(move || {
+        let mut chunks = chunks;
+        let res = chunks.add(&m, limit);
+        (chunks, res)
+    });
+    let (chunks, res) = job.await.map_err(|_| Status::internal("spooling an UpdateGraph chunk failed inside the server (a bug): see the server log"))?;
+    res.map(|()| chunks)
+}
+
 pub async fn update_graph(stores: Arc<Stores>, gate: Arc<Gate>, req: Request<Streaming<UpdateGraphRequest>>) -> Result<Response<UpdateGraphReply>, Status> {
     let dir: PathBuf = stores
         .data_dir()
@@ -153,13 +166,12 @@ pub async fn update_graph(stores: Arc<Stores>, gate: Arc<Gate>, req: Request<Str
     let mut o = options(first.options.as_ref())?;
     let spool = Spool::create(dir.join(format!("{name}.spool.partial-{}", std::process::id())))?;
     let mut chunks = Chunks { spool, weights: None, labels: None, bytes: 0 };
-    // Spool writes are file I/O: off the reactor's other tasks.
-    tokio::task::block_in_place(|| chunks.add(&first, limit))?;
+    chunks = add_chunk(chunks, first, limit).await?;
     while let Some(m) = stream.message().await? {
         if !m.name.is_empty() || m.options.is_some() {
             return Err(Status::invalid_argument("only the first message of an UpdateGraph stream names the store and its options"));
         }
-        tokio::task::block_in_place(|| chunks.add(&m, limit))?;
+        chunks = add_chunk(chunks, m, limit).await?;
     }
     telemetry::request_bytes("UpdateGraph", chunks.bytes);
     (o.weights, o.labels) = (chunks.weights.unwrap_or(false), chunks.labels.unwrap_or(false));
