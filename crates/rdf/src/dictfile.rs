@@ -20,8 +20,10 @@
 //! call reads every page a batch needs in one `Volume::read`. Pages go
 //! through a cache with a byte budget.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -45,6 +47,14 @@ const DIR_PER_PAGE: usize = PAGE - DIR_HEAD;
 const READ_AHEAD_PAGES: u64 = 16;
 /// Pages one batched read asks for at most (a limit on everything).
 const MAX_BATCH_PAGES: usize = 1 << 14;
+/// Bytes of (hash, id) pairs a writer holds before it writes a sorted run
+/// ([`DictWriter::create`]; the bulk load passes its own share).
+pub const HASH_BUDGET: u64 = 64 << 20;
+/// (hash, id) pairs per run at least, whatever the budget (1 MiB).
+const MIN_RUN_PAIRS: usize = 1 << 16;
+/// Sorted runs one writer merges at most; a dictionary needing more is
+/// refused with a clear error (raise the budget).
+const MAX_HASH_RUNS: usize = 4096;
 
 /// The 64-bit hash of a term's bytes: FNV-1a with a final mix, written out
 /// because the file depends on it never changing (std's and rustc-hash's
@@ -85,12 +95,36 @@ pub struct DictWriter {
     block_first: u64,
     next_id: u64,
     blocks: Vec<(u64, u64)>,
-    /// (hash, id) of every term: 16 bytes a term, sorted at the end.
+    /// (hash, id) of the terms since the last run; at most `run_pairs`.
     hashes: Vec<(u64, u64)>,
+    run_pairs: usize,
+    /// Sorted runs of (hash, id) pairs written beside the file, merged at
+    /// the end, so the writer's memory is bounded whatever the term count.
+    runs: Runs,
+}
+
+/// Run files, removed when dropped (after the merge, or with a writer
+/// dropped on an error).
+#[derive(Default)]
+struct Runs(Vec<PathBuf>);
+
+impl Drop for Runs {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 impl DictWriter {
+    /// A writer holding at most [`HASH_BUDGET`] bytes of (hash, id) pairs.
     pub fn create(path: &Path) -> Result<DictWriter> {
+        DictWriter::with_budget(path, HASH_BUDGET)
+    }
+
+    /// A writer holding at most `hash_budget` bytes (1 MiB at least) of
+    /// (hash, id) pairs; beyond, sorted runs go to `<path>.hrun<i>.tmp`.
+    pub fn with_budget(path: &Path, hash_budget: u64) -> Result<DictWriter> {
         let f = File::create(path).map_err(io_err(path))?;
         let mut w = BufWriter::with_capacity(1 << 20, f);
         // The header is written last, over these zeros.
@@ -105,7 +139,32 @@ impl DictWriter {
             next_id: 1,
             blocks: Vec::new(),
             hashes: Vec::new(),
+            run_pairs: ((hash_budget / 16) as usize).max(MIN_RUN_PAIRS),
+            runs: Runs::default(),
         })
+    }
+
+    fn run_path(&self, i: usize) -> PathBuf {
+        let mut p = self.path.as_os_str().to_owned();
+        p.push(format!(".hrun{i}.tmp"));
+        PathBuf::from(p)
+    }
+
+    /// Sorts the pairs held and writes them as the next run.
+    fn spill_hashes(&mut self) -> Result<()> {
+        if self.runs.0.len() >= MAX_HASH_RUNS {
+            return Err(RdfError::Invalid(format!("the dictionary needs more than {MAX_HASH_RUNS} sorted hash runs; raise the memory budget")));
+        }
+        self.hashes.sort_unstable();
+        let path = self.run_path(self.runs.0.len());
+        let mut w = BufWriter::with_capacity(1 << 20, File::create(&path).map_err(io_err(&path))?);
+        self.runs.0.push(path.clone());
+        for &(h, id) in &self.hashes {
+            w.write_all(&h.to_le_bytes()).and_then(|()| w.write_all(&id.to_le_bytes())).map_err(io_err(&path))?;
+        }
+        w.flush().map_err(io_err(&path))?;
+        self.hashes.clear();
+        Ok(())
     }
 
     /// Appends the next term; returns its id.
@@ -121,6 +180,9 @@ impl DictWriter {
         self.block_count += 1;
         let id = self.next_id;
         self.hashes.push((hash(term), id));
+        if self.hashes.len() >= self.run_pairs {
+            self.spill_hashes()?;
+        }
         self.next_id += 1;
         Ok(id)
     }
@@ -149,21 +211,27 @@ impl DictWriter {
     pub fn finish(mut self) -> Result<()> {
         self.flush_block()?;
         let term_pages = self.next_page - 1;
-        self.hashes.sort_unstable();
-        let mut first_hashes = Vec::with_capacity(self.hashes.len().div_ceil(HASH_PER_PAGE));
-        for chunk in self.hashes.chunks(HASH_PER_PAGE) {
-            let mut page = [0u8; PAGE];
-            page[4] = KIND_HASH;
-            page[8..12].copy_from_slice(&(chunk.len() as u32).to_le_bytes());
-            for (i, &(h, id)) in chunk.iter().enumerate() {
-                let at = HASH_HEAD + 16 * i;
-                page[at..at + 8].copy_from_slice(&h.to_le_bytes());
-                page[at + 8..at + 16].copy_from_slice(&id.to_le_bytes());
-            }
-            put_crc(&mut page);
-            self.w.write_all(&page).map_err(io_err(&self.path))?;
-            first_hashes.push(chunk[0].0);
+        let mut first_hashes = Vec::with_capacity((self.next_id as usize).div_ceil(HASH_PER_PAGE));
+        if !self.runs.0.is_empty() && !self.hashes.is_empty() {
+            self.spill_hashes()?;
         }
+        let mut chunk = Vec::with_capacity(HASH_PER_PAGE);
+        let (w, path) = (&mut self.w, &self.path);
+        sorted_hashes(&mut self.hashes, &self.runs.0, self.run_pairs, &mut |x| {
+            chunk.push(x);
+            if chunk.len() == HASH_PER_PAGE {
+                w.write_all(&hash_page(&chunk)).map_err(io_err(path))?;
+                first_hashes.push(chunk[0].0);
+                chunk.clear();
+            }
+            Ok(())
+        })?;
+        if let Some(&(first, _)) = chunk.first() {
+            w.write_all(&hash_page(&chunk)).map_err(io_err(path))?;
+            first_hashes.push(first);
+        }
+        // Removes the run files.
+        self.runs = Runs::default();
         let hash_pages = first_hashes.len() as u64;
         let mut dir = Vec::with_capacity(self.blocks.len() * 16 + first_hashes.len() * 8);
         for &(first, page) in &self.blocks {
@@ -197,6 +265,61 @@ impl DictWriter {
         f.seek(SeekFrom::Start(0)).map_err(io_err(&path))?;
         f.write_all(&head).map_err(io_err(&path))?;
         f.sync_all().map_err(io_err(&path))
+    }
+}
+
+/// A hash page of `chunk` (at most [`HASH_PER_PAGE`] sorted pairs).
+fn hash_page(chunk: &[(u64, u64)]) -> [u8; PAGE] {
+    debug_assert!(!chunk.is_empty() && chunk.len() <= HASH_PER_PAGE);
+    let mut page = [0u8; PAGE];
+    page[4] = KIND_HASH;
+    page[8..12].copy_from_slice(&(chunk.len() as u32).to_le_bytes());
+    for (i, &(h, id)) in chunk.iter().enumerate() {
+        let at = HASH_HEAD + 16 * i;
+        page[at..at + 8].copy_from_slice(&h.to_le_bytes());
+        page[at + 8..at + 16].copy_from_slice(&id.to_le_bytes());
+    }
+    put_crc(&mut page);
+    page
+}
+
+/// Hands every (hash, id) pair to `f` in sorted order: `hashes` sorted if
+/// no run was written, else a merge of `runs` (`hashes` then empty; one
+/// read buffer per run, their bytes within the budget of `run_pairs`).
+fn sorted_hashes(hashes: &mut Vec<(u64, u64)>, runs: &[PathBuf], run_pairs: usize, f: &mut dyn FnMut((u64, u64)) -> Result<()>) -> Result<()> {
+    if runs.is_empty() {
+        hashes.sort_unstable();
+        return hashes.iter().try_for_each(|&x| f(x));
+    }
+    assert!(hashes.is_empty(), "the pairs held are written as a run before the merge");
+    *hashes = Vec::new();
+    let buf = (run_pairs * 16 / runs.len()).clamp(4096, 1 << 20);
+    let mut readers = Vec::with_capacity(runs.len());
+    for p in runs {
+        readers.push(BufReader::with_capacity(buf, File::open(p).map_err(io_err(p))?));
+    }
+    let mut heap = BinaryHeap::with_capacity(readers.len());
+    for (i, r) in readers.iter_mut().enumerate() {
+        if let Some(x) = read_pair(r, &runs[i])? {
+            heap.push(Reverse((x, i)));
+        }
+    }
+    while let Some(Reverse((x, i))) = heap.pop() {
+        f(x)?;
+        if let Some(y) = read_pair(&mut readers[i], &runs[i])? {
+            heap.push(Reverse((y, i)));
+        }
+    }
+    Ok(())
+}
+
+/// The next (hash, id) pair of a run file, or None at its end.
+fn read_pair(r: &mut impl Read, path: &Path) -> Result<Option<(u64, u64)>> {
+    let mut b = [0u8; 16];
+    match r.read_exact(&mut b) {
+        Ok(()) => Ok(Some((le64(&b, 0), le64(&b, 8)))),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+        Err(e) => Err(io_err(path)(e)),
     }
 }
 
@@ -632,6 +755,41 @@ mod tests {
         assert_eq!(all, ts);
         assert!(f.terms(&[0], &mut |_, _| Ok(())).is_err());
         assert!(f.terms(&[ts.len() as u64 + 1], &mut |_, _| Ok(())).is_err());
+    }
+
+    #[test]
+    fn hash_runs_write_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // More pairs than three runs of the smallest budget hold.
+        let ts = terms(3 * MIN_RUN_PAIRS + 1234);
+        let (whole, runs) = (dir.path().join("dict.whole"), dir.path().join("dict.runs"));
+        write(&whole, &ts);
+        let mut w = DictWriter::with_budget(&runs, 0).unwrap();
+        for t in &ts {
+            w.push(t).unwrap();
+        }
+        assert_eq!(w.runs.0.len(), 3);
+        w.finish().unwrap();
+        assert!(std::fs::read(&whole).unwrap() == std::fs::read(&runs).unwrap(), "the merged runs give other bytes");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 2, "run files left: {left:?}");
+        let f = DictFile::open(&runs, 1 << 20).unwrap();
+        let probe: Vec<&[u8]> = ts.iter().step_by(997).map(|t| t.as_slice()).collect();
+        let want: Vec<Option<u64>> = (0..ts.len() as u64).step_by(997).map(|i| Some(i + 1)).collect();
+        assert_eq!(f.lookup(&probe).unwrap(), want);
+    }
+
+    #[test]
+    fn hash_runs_are_removed_with_a_dropped_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = DictWriter::with_budget(&dir.path().join("dict.1"), 0).unwrap();
+        for t in terms(MIN_RUN_PAIRS + 1) {
+            w.push(&t).unwrap();
+        }
+        assert_eq!(w.runs.0.len(), 1);
+        drop(w);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, ["dict.1"]);
     }
 
     #[test]

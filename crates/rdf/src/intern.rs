@@ -15,7 +15,9 @@
 //! first-occurrence order: the ids an unbounded map would give); each
 //! partition's (position, id) pairs are written out, and a merge of them by
 //! position fills the pending quads in order. Memory: the budget, or one
-//! partition's distinct terms, plus one read buffer per partition.
+//! partition's distinct terms, plus one read buffer per partition; at the
+//! end the late cache's share goes to the dictionary writer's (hash, id)
+//! pairs, sorted in runs beyond it.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -144,8 +146,14 @@ impl Interner {
 
     /// Writes the dictionary to `dict_path` and hands every pending quad
     /// to `f`, in order; returns the number of terms. Removes its files.
-    pub fn finish(self, dict_path: &Path, f: &mut dyn FnMut(Ids) -> Result<()>) -> Result<u64> {
-        let mut w = DictWriter::create(dict_path)?;
+    pub fn finish(mut self, dict_path: &Path, f: &mut dyn FnMut(Ids) -> Result<()>) -> Result<u64> {
+        // The late cache's share of the budget goes to the writer's
+        // (hash, id) pairs, which it sorts in runs beyond that.
+        if let Some(s) = self.spill.as_mut() {
+            s.late = FxHashMap::default();
+            s.late_mem = 0;
+        }
+        let mut w = DictWriter::with_budget(dict_path, self.budget / 4)?;
         let frozen = self.dict.len();
         self.dict.write_to(&mut w)?;
         drop(self.dict);
