@@ -259,6 +259,23 @@ pub fn open_image(image: Vec<u8>) -> Result<Store> {
 /// log records with valid checksums and consecutive LSNs after the
 /// fixture's checkpoint: replay at open decodes them.
 pub fn wal(data: &[u8]) {
+    let dir = scratch();
+    let d = write_wal(&dir, data);
+    exercise(&d, fixture().image.clone(), pick(data));
+}
+
+/// Opens the fixture with the log `wal` makes of `data`.
+pub fn open_wal(data: &[u8]) -> Result<Store> {
+    let dir = scratch();
+    let d = write_wal(&dir, data);
+    let disk = SimDisk::new(1, 1);
+    disk.load(0, fixture().image.clone());
+    Store::open(&d, &OpenOptions { cache_bytes: 1 << 20, backend: BackendChoice::Sim(disk), ..Default::default() })
+}
+
+/// Writes the log `wal` makes of `data` into a store directory under
+/// `scratch` and returns the directory.
+fn write_wal(scratch: &Path, data: &[u8]) -> PathBuf {
     let f = fixture();
     let mut log = Vec::new();
     let (mut at, mut lsn) = (0, f.checkpoint + 1);
@@ -269,9 +286,8 @@ pub fn wal(data: &[u8]) {
         at += 2 + len;
         lsn += 1;
     }
-    let dir = scratch();
-    let d = dir.join("wal.sg");
+    let d = scratch.join("wal.sg");
     std::fs::create_dir_all(&d).expect("scratch store dir");
     std::fs::write(d.join("wal.log"), &log).expect("write log");
-    exercise(&d, f.image.clone(), pick(data));
+    d
 }

@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use solidgraph_store::StoreError;
+
 fn replay(target: &str, name: &str) {
     solidgraph_fuzzcheck::run(target, &input(target, name));
 }
@@ -31,23 +33,63 @@ fn store_bytes_bfs_neighbor_past_the_vertex_count() {
     }
 }
 
-/// Log records (valid checksums) that replay to a huge vertex count; a BFS
-/// then walks `chunk_ranges` over it (store/src/scan.rs) for minutes with
-/// gigabytes: replay must bound the vertices a record adds (a limit the
-/// writer enforces too), or reads must not scale with the vertex count.
-#[test]
-#[ignore = "open: replayed records reach a huge vertex count and BFS hangs in chunk_ranges; reported to the lead"]
-fn wal_replayed_vertex_count_hangs_bfs() {
-    replay("wal", "timeout-9332edd52d3d230a71260b9d404d782d7f65b20a");
+/// `k` log records in `fuzzcheck::wal`'s input format, each adding 2^32
+/// vertices (the most one `add_vertices` batch may) without rows.
+fn add_vertices_records(k: usize) -> Vec<u8> {
+    let mut payload = 0i64.to_le_bytes().to_vec(); // edges added
+    payload.push(1); // AddVertices
+    payload.extend_from_slice(&(1u64 << 32).to_le_bytes());
+    payload.extend_from_slice(&0u64.to_le_bytes()); // no tensors
+    let mut data = Vec::new();
+    for _ in 0..k {
+        data.extend_from_slice(&(payload.len() as u16).to_le_bytes());
+        data.extend_from_slice(&payload);
+    }
+    data
 }
 
-/// A damaged page (checksum recomputed) whose edge counts size the range
-/// read's buffers: `Store::read_range` asks the allocator for 0x10000dea20
-/// bytes (an abort), or the size overflows ("capacity overflow"). Counts
-/// read from a page must be bounded by what the pages can hold.
+/// Log records (valid checksums) that replayed to a huge vertex count; a
+/// BFS then walked `chunk_ranges` over it for minutes with gigabytes (the
+/// fuzzer's input: a record of 2^53 vertices, refused since by the
+/// per-batch limit). Batches each within the limit still add up: replay
+/// refuses growth past `MAX_GROWN_NODES`, and a whole-graph pass refuses a
+/// vertex count the machine cannot keep state for, at once.
 #[test]
-#[ignore = "open: damaged edge counts size read_range's buffers (an abort or a capacity-overflow panic); reported to the lead"]
+fn wal_replayed_vertex_count_hangs_bfs() {
+    replay("wal", "timeout-9332edd52d3d230a71260b9d404d782d7f65b20a");
+    let s = solidgraph_fuzzcheck::open_wal(&add_vertices_records(8)).expect("eight batches of 2^32 vertices replay");
+    assert!(s.num_nodes() > 8 << 32, "{} vertices", s.num_nodes());
+    let t = std::time::Instant::now();
+    let e = solidgraph_engine::bfs::bfs(&s, 0, None, true, &solidgraph_engine::silent).expect_err("no machine holds the state");
+    assert!(e.to_string().contains("whole-graph pass over"), "{e}");
+    assert!(t.elapsed().as_secs() < 10, "refused at once, not after a walk: {:?}", t.elapsed());
+    solidgraph_fuzzcheck::run("wal", &add_vertices_records(8));
+    drop(s);
+    let grown = 1usize << (48 - 32);
+    match solidgraph_fuzzcheck::open_wal(&add_vertices_records(grown)) {
+        Err(StoreError::BadInput { reason, .. }) => assert!(reason.contains(&format!("record {}", grown as u64 + fixture_checkpoint())), "{reason}"),
+        other => panic!("replay past the growth limit: {:?}", other.map(|s| s.num_nodes())),
+    }
+}
+
+fn fixture_checkpoint() -> u64 {
+    solidgraph_fuzzcheck::fixture().checkpoint
+}
+
+/// A damaged page (checksum recomputed) whose edge counts sized the range
+/// read's buffers: `Store::read_range` asked the allocator for 0x10000dea20
+/// bytes (an abort), or the size overflowed ("capacity overflow"). Open now
+/// checks every GTT entry's edges against what its page can hold and the
+/// direction's edge count (`base::check_gtt_edges`).
+#[test]
 fn store_bytes_edge_counts_size_read_range_buffers() {
-    replay("store_bytes", "crash-da84d596a4e4023d6bb912605081f86b63497ba6");
-    replay("store_bytes", "crash-7494742a31d2980471fc83b2065c59f26a40e631");
+    for name in ["crash-da84d596a4e4023d6bb912605081f86b63497ba6", "crash-7494742a31d2980471fc83b2065c59f26a40e631"] {
+        let data = input("store_bytes", name);
+        let image = solidgraph_fuzzcheck::store_bytes_image(&data).expect("a whole input");
+        match solidgraph_fuzzcheck::open_image(image) {
+            Err(StoreError::Corrupt { page, reason }) => assert!(reason.starts_with("GTT entry"), "{name}: page {page}: {reason}"),
+            other => panic!("{name}: {:?}", other.map(|s| s.num_nodes())),
+        }
+        replay("store_bytes", name);
+    }
 }

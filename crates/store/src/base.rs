@@ -135,13 +135,13 @@ impl std::ops::Deref for GttRef {
 
 /// Reads the translation tables and tables a superblock names.
 pub(crate) fn load_base(vol: &Volume, sb: Superblock) -> Result<Base> {
-    let out = load_gtt(vol, &sb.out)?;
+    let out = load_gtt(vol, &sb.out, sb.num_edges)?;
     let inn = match sb.inn {
-        Some(d) => Some(load_gtt(vol, &d)?),
+        Some(d) => Some(load_gtt(vol, &d, sb.num_edges)?),
         None => None,
     };
     let lower = match sb.lower {
-        Some(l) => Some(load_gtt(vol, &l.dir)?),
+        Some(l) => Some(load_gtt(vol, &l.dir, l.edges)?),
         None => None,
     };
     let words = load_table(vol, &sb.tensor_map)?;
@@ -189,7 +189,8 @@ pub(crate) fn load_table_range(vol: &Volume, t: &Table, from: u64, want: u64) ->
     Ok(words)
 }
 
-fn load_gtt(vol: &Volume, d: &DirMeta) -> Result<Gtt> {
+/// Loads a direction's table of `edges` edges.
+fn load_gtt(vol: &Volume, d: &DirMeta, edges: u64) -> Result<Gtt> {
     let mut g = Gtt::default();
     // A damaged extent must not size an allocation or overflow.
     let end = d.gtt_start.checked_add(d.gtt_pages).filter(|&e| e <= vol.num_pages());
@@ -222,5 +223,28 @@ fn load_gtt(vol: &Volume, d: &DirMeta) -> Result<Gtt> {
     if g.len() as u64 != d.gtt_entries {
         return Err(StoreError::Corrupt { page: d.gtt_start, reason: format!("GTT has {} entries, superblock says {}", g.len(), d.gtt_entries) });
     }
+    check_gtt_edges(&g, d, edges, vol.page_size())?;
     Ok(g)
+}
+
+/// Every entry's edges fit in its page (an edge takes at least a byte) and
+/// the direction's `edges` follow the last entry's: reads size their
+/// buffers by these counts, so damaged ones are refused here, naming the
+/// GTT page of the entry.
+fn check_gtt_edges(g: &Gtt, d: &DirMeta, edges: u64, page_size: usize) -> Result<()> {
+    let room = (page_size - page::HEADER) as u64;
+    let per = Gtt::entries_per_page(page_size) as u64;
+    for i in 0..g.len() {
+        let next = if i + 1 < g.len() { g.edges_before(i + 1) } else { edges };
+        if next.checked_sub(g.edges_before(i)).is_none_or(|e| e > room) {
+            return Err(StoreError::Corrupt {
+                page: d.gtt_start + i as u64 / per,
+                reason: format!("GTT entry {i}: {} edges before it, {next} before the next (at most {room} fit in a page)", g.edges_before(i)),
+            });
+        }
+    }
+    if g.is_empty() && edges != 0 {
+        return Err(StoreError::Corrupt { page: d.gtt_start, reason: format!("an empty GTT for {edges} edges") });
+    }
+    Ok(())
 }

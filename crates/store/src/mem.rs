@@ -38,6 +38,13 @@ pub fn populate(addr: usize, bytes: usize) {
     }
 }
 
+/// The machine's memory in bytes (0: unknown).
+pub fn machine_memory() -> u64 {
+    // SAFETY: sysconf only reads system configuration.
+    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    (pages.max(0) as u64).saturating_mul(page.max(0) as u64)
+}
+
 /// `n` zero bytes. A large zeroed allocation comes from the kernel already
 /// zero and untouched, so the advice still applies when it faults in.
 pub fn zeroed(n: usize) -> Vec<u8> {

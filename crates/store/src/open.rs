@@ -249,9 +249,7 @@ fn row_cache(sb: &Superblock, budget: u64, admission: RowAdmission, hot: &[u64])
 /// tables from the budget at open, so such a budget is an allocation that
 /// aborts the process, never a cache that could be filled.
 fn check_cache_budgets(opts: &OpenOptions) -> Result<()> {
-    // SAFETY: sysconf only reads system configuration.
-    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
-    let memory = (pages.max(0) as u64).saturating_mul(page.max(0) as u64);
+    let memory = crate::mem::machine_memory();
     if memory == 0 {
         return Ok(()); // unknown: nothing to check against
     }

@@ -13,6 +13,9 @@ use crate::scan::{self, ChunkLimit, RangePages};
 use crate::store::Store;
 use crate::tensor;
 
+/// Bytes of vertex state a whole-graph pass keeps at least per vertex.
+const PASS_STATE: u64 = 8;
+
 /// Rows gathered from a tensor, in request order, row-major.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rows {
@@ -163,8 +166,25 @@ impl Store {
     /// `scan::chunk_ranges`).
     pub fn chunk_ranges(&self, dir: Direction, limit: ChunkLimit) -> Result<Vec<(u64, u64)>> {
         self.check_lower(dir)?;
+        self.check_pass_state()?;
         let base = self.base();
         Ok(scan::chunk_ranges(base.gtt(dir)?, base.edges(dir), self.num_nodes(), limit))
+    }
+
+    /// Refuses a whole-graph pass over more vertices than the machine can
+    /// keep state for (at least `PASS_STATE` bytes a vertex: levels,
+    /// labels, ranks), before anything is sized or walked by the count:
+    /// such a pass would abort on its allocation or walk billions of
+    /// ranges.
+    fn check_pass_state(&self) -> Result<()> {
+        let (n, memory) = (self.num_nodes(), crate::mem::machine_memory());
+        let need = n.saturating_mul(PASS_STATE);
+        if memory != 0 && need > memory {
+            return Err(StoreError::Invalid(format!(
+                "a whole-graph pass over {n} vertices needs at least {need} bytes of vertex state, more than this machine's memory ({memory} bytes)"
+            )));
+        }
+        Ok(())
     }
 
     /// Neighbor lists of every vertex in [lo, hi), in one batch (see

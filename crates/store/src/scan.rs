@@ -179,10 +179,13 @@ impl RangePages {
         csr.weights = weights.then(|| csr.weights.take().unwrap_or_default());
         csr.labels = None;
         // The pages' edges: exact when the range is a chunk (chunks start
-        // pages).
+        // pages); bounded at open (`base::check_gtt_edges`).
         let end = self.first + self.pages.len();
-        let edges = (if end < gtt.len() { gtt.edges_before(end) } else { self.base.edges(self.dir) })
-            - if self.pages.is_empty() { 0 } else { gtt.edges_before(self.first) };
+        let edges = if self.pages.is_empty() {
+            0
+        } else {
+            (if end < gtt.len() { gtt.edges_before(end) } else { self.base.edges(self.dir) }).saturating_sub(gtt.edges_before(self.first))
+        };
         csr.indices.reserve_exact(edges as usize);
         if let Some(w) = csr.weights.as_mut() {
             w.clear();

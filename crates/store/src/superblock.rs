@@ -35,6 +35,9 @@ pub const MAX_TENSOR_NAME: usize = 63;
 pub const MAX_MEMBERS: u32 = 256;
 /// Bytes of one tensor row: reads size their buffers by rows of it.
 pub const MAX_ROW_BYTES: u64 = 1 << 24;
+/// Vertices a store may grow to by updates (an import's dense 64-bit ids
+/// may start above it): log replay refuses a record adding past it.
+pub const MAX_GROWN_NODES: u64 = 1 << 48;
 const TENSOR_ENTRY: usize = 64 + 8 + 40;
 
 /// One direction's adjacency.

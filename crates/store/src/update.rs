@@ -17,6 +17,7 @@ use crate::base::Direction;
 use crate::delta::{Op, Shape};
 use crate::error::{Result, StoreError};
 use crate::store::Store;
+use crate::superblock::MAX_GROWN_NODES;
 use crate::writer::{Writer, record};
 
 /// Batches of at least this many items sync the log on a second thread
@@ -128,6 +129,13 @@ impl Store {
         let _g = w.serial.locked();
         if count == 0 || count > 1 << 32 {
             return Err(StoreError::Invalid(format!("add_vertices: count {count} must be in 1..=2^32")));
+        }
+        // Replay refuses a record past the limit (`writer::replay`).
+        let n = self.num_nodes();
+        if n.saturating_add(count) > MAX_GROWN_NODES.max(self.superblock().num_nodes) {
+            return Err(StoreError::Invalid(format!(
+                "add_vertices: {count} more vertices than the {n} there are pass the {MAX_GROWN_NODES} updates may reach"
+            )));
         }
         for (name, rows) in tensors {
             let t = self.tensor_meta(name)?;

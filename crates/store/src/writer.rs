@@ -12,7 +12,7 @@ use crate::base::Base;
 use crate::delta::{Delta, Op, Shape};
 use crate::error::{Result, StoreError, file_err};
 use crate::space::Space;
-use crate::superblock::{Superblock, TensorMeta};
+use crate::superblock::{MAX_GROWN_NODES, Superblock, TensorMeta};
 use crate::wal::{self, Record, Wal};
 
 pub(crate) struct Writer {
@@ -113,6 +113,11 @@ pub(crate) fn replay(delta: &mut Delta, records: Vec<Record>, sb: &Superblock, d
             return Err(bad(format!("vertex {v} is out of range (the graph has {n} vertices)")));
         }
         check_rows(&op, &sb.tensors).map_err(bad)?;
+        if let &Op::AddVertices { count, .. } = &op
+            && n.saturating_add(count) > MAX_GROWN_NODES.max(delta.base_nodes)
+        {
+            return Err(bad(format!("adds {count} vertices to {n}, past the {MAX_GROWN_NODES} vertices updates may reach")));
+        }
         delta.apply(&op, shape);
         delta.edges_added += edges;
     }
