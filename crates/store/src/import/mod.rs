@@ -515,12 +515,14 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     trim_members(&paths, total_pages, o)?;
     std::fs::rename(&tmp, out).map_err(file_err(out))?;
     cleanup.0 = None;
-    phases.done("seal, sync, rename");
-    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty())
-        && let Ok(d) = std::fs::File::open(parent)
-    {
-        let _ = d.sync_all();
+    // The store is in place only once the rename is durable: if the
+    // parent directory's sync fails, the import fails and takes the store
+    // away again (nothing acknowledged, nothing left behind).
+    if let Err(e) = sync_parent(out) {
+        let _ = std::fs::remove_dir_all(out);
+        return Err(e);
     }
+    phases.done("seal, sync, rename");
     Ok(ImportReport {
         num_nodes,
         num_edges,
@@ -531,6 +533,18 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         seconds: t0.elapsed().as_secs_f64(),
         phases: phases.list,
     })
+}
+
+/// Syncs the directory holding `path`, making a rename into it durable. A
+/// file system that cannot sync directories (EINVAL) has nothing to make
+/// durable this way.
+fn sync_parent(path: &Path) -> Result<()> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let d = std::fs::File::open(parent).map_err(file_err(parent))?;
+    match d.sync_all() {
+        Err(e) if e.raw_os_error() != Some(libc::EINVAL) => Err(file_err(parent)(e)),
+        _ => Ok(()),
+    }
 }
 
 /// Vertex ranges one direction is laid out in, each on its own thread:

@@ -26,13 +26,19 @@ fn bad(path: &Path, reason: impl Into<String>) -> StoreError {
     StoreError::BadInput { path: path.to_path_buf(), reason: reason.into() }
 }
 
+/// A header read's error: the file ending early is a bad file (`short`);
+/// any other is the I/O error it is, naming the file.
+fn read_err<'a>(path: &'a Path, short: &'static str) -> impl FnOnce(std::io::Error) -> StoreError + 'a {
+    move |e| if e.kind() == std::io::ErrorKind::UnexpectedEof { bad(path, short) } else { file_err(path)(e) }
+}
+
 /// Reads and checks the header, and that the file holds all the data it
 /// declares (a truncated file is refused before anything is written).
 pub fn read_header(path: &Path) -> Result<NpyHeader> {
     let mut f = std::fs::File::open(path).map_err(file_err(path))?;
     let file_len = f.metadata().map_err(file_err(path))?.len();
     let mut pre = [0u8; 10];
-    f.read_exact(&mut pre).map_err(|_| bad(path, "not a .npy file (too short)"))?;
+    f.read_exact(&mut pre).map_err(read_err(path, "not a .npy file (too short)"))?;
     if &pre[..6] != b"\x93NUMPY" {
         return Err(bad(path, "not a .npy file (bad magic)"));
     }
@@ -40,7 +46,7 @@ pub fn read_header(path: &Path) -> Result<NpyHeader> {
         1 => (u16::from_le_bytes([pre[8], pre[9]]) as usize, 10usize),
         2 | 3 => {
             let mut more = [0u8; 2];
-            f.read_exact(&mut more).map_err(|_| bad(path, "truncated .npy header"))?;
+            f.read_exact(&mut more).map_err(read_err(path, "truncated .npy header"))?;
             (u32::from_le_bytes([pre[8], pre[9], more[0], more[1]]) as usize, 12usize)
         }
         v => return Err(bad(path, format!("unsupported .npy version {v}"))),
@@ -49,7 +55,7 @@ pub fn read_header(path: &Path) -> Result<NpyHeader> {
         return Err(bad(path, "implausible .npy header length"));
     }
     let mut h = vec![0u8; hlen];
-    f.read_exact(&mut h).map_err(|_| bad(path, "truncated .npy header"))?;
+    f.read_exact(&mut h).map_err(read_err(path, "truncated .npy header"))?;
     let h = String::from_utf8_lossy(&h).to_string();
     let field = |key: &str| -> Option<String> {
         let at = h.find(&format!("'{key}'"))? + key.len() + 2;
