@@ -178,9 +178,19 @@ fn row_matches(x: &[Option<Term>], y: &[Option<Term>], map: &mut Vec<(BlankNode,
                 true
             }
         },
-        (Some(p), Some(q)) => p == q,
+        (Some(p), Some(q)) => p == q || same_value(p, q),
         _ => false,
     })
+}
+
+/// Literals of one datatype with equal values (`"01"^^xsd:integer` and
+/// `"1"^^xsd:integer`, `"1.0"^^xsd:decimal` and `"1"^^xsd:decimal`): the
+/// suites' expected files keep lexical forms that an evaluator computing
+/// with values does not, and Oxigraph's harness, the target, compares them
+/// the same way (it normalises both sides' literals through its store).
+fn same_value(p: &Term, q: &Term) -> bool {
+    let canonical = |t: &Term| Term::from(spareval::ExpressionTerm::from(t.clone()));
+    matches!((p, q), (Term::Literal(_), Term::Literal(_))) && canonical(p) == canonical(q)
 }
 
 enum Expected {
