@@ -23,6 +23,7 @@ mod dataset;
 mod dict;
 mod dictfile;
 mod error;
+mod inline;
 mod intern;
 mod load;
 mod meta;

@@ -8,7 +8,7 @@ const IRI: u8 = 1;
 const BLANK: u8 = 2;
 const SIMPLE: u8 = 3;
 const LANG: u8 = 4;
-const TYPED: u8 = 5;
+pub(crate) const TYPED: u8 = 5;
 
 /// Appends `t`'s bytes to `out`.
 pub fn encode(t: &Term, out: &mut Vec<u8>) {
