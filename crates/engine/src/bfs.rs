@@ -304,6 +304,8 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
             return Err(EngineError::Invalid(format!("{what} vertex {v} is not in the graph ({n} vertices)")));
         }
     }
+    // u32 levels, i64 parents and output, four bitsets.
+    state::reserve("BFS", store, 13 + if parents { 8 } else { 0 }, 0)?;
     let mut ends = [source, target.unwrap_or(u64::MAX)];
     store.to_internal(&mut ends)?;
     let (source, target) = (ends[0], target.map(|_| ends[1]));

@@ -15,6 +15,7 @@ pub fn cdlp(store: &Store, iterations: u32, progress: Progress) -> Result<Vec<u6
     let view = store.view();
     let store: &Store = &view;
     crate::check_iterations(iterations)?;
+    state::reserve("CDLP", store, 16, 0)?;
     let n = store.num_nodes();
     let lists = Lists::both(store, "CDLP")?;
     let mut labels: Vec<u64> = state::from_fn(n as usize, |v| v as u64);

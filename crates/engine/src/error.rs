@@ -8,6 +8,10 @@ pub enum EngineError {
     Invalid(String),
     #[error("{0}")]
     Unsupported(String),
+    /// A whole-graph algorithm's state exceeds the state budget
+    /// (`state::reserve`); nothing was allocated.
+    #[error("{algorithm} needs {needed} bytes of state, more than its memory budget of {budget} bytes")]
+    OverBudget { algorithm: &'static str, needed: u64, budget: u64 },
     /// The progress hook asked to stop; nothing was written.
     #[error("cancelled")]
     Cancelled,

@@ -31,6 +31,7 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
     // One version of the graph for every read of this call (`Store::view`).
     let view = store.view();
     let store: &Store = &view;
+    state::reserve("k-core", store, 9, 0)?;
     let n = store.num_nodes();
     if n > u32::MAX as u64 {
         return Err(EngineError::Unsupported(format!("k-core supports up to 2^32 vertices; this graph has {n}")));

@@ -32,6 +32,7 @@ pub fn lcc(store: &Store, progress: Progress) -> Result<Vec<f64>> {
     // One version of the graph for every read of this call (`Store::view`).
     let view = store.view();
     let store: &Store = &view;
+    state::reserve("LCC", store, 8, 0)?;
     let n = store.num_nodes();
     let both = Lists::both(store, "LCC")?;
     let mut out = vec![0.0f64; n as usize];

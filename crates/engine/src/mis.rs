@@ -26,6 +26,7 @@ pub fn mis(store: &Store, seed: u64, progress: Progress) -> Result<Vec<bool>> {
     // One version of the graph for every read of this call (`Store::view`).
     let view = store.view();
     let store: &Store = &view;
+    state::reserve("MIS", store, 10, 0)?;
     let n = store.num_nodes();
     let lists = Lists::both(store, "MIS")?;
     let mut state = state::filled(n as usize, UNDECIDED);

@@ -55,6 +55,7 @@ pub fn pagerank(store: &Store, damping: f64, iterations: u32, tol: Option<f64>, 
         return Err(EngineError::Invalid("tolerance must be positive".into()));
     }
     crate::check_iterations(iterations)?;
+    state::reserve("PageRank", store, 28, 0)?;
     if store.has_lower_lists() {
         return lower_pagerank(store, damping, iterations, tol, progress);
     }

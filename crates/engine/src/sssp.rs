@@ -16,6 +16,7 @@ pub fn sssp(store: &Store, source: u64, progress: Progress) -> Result<Vec<f64>> 
     if source >= n {
         return Err(EngineError::Invalid(format!("source vertex {source} is not in the graph ({n} vertices)")));
     }
+    state::reserve("SSSP", store, 17, 0)?;
     let source = {
         let mut s = [source];
         store.to_internal(&mut s)?;

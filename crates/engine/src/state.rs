@@ -5,10 +5,46 @@
 //! table. The arrays
 //! ask for transparent huge pages (`solidgraph_store::mem`).
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
 use solidgraph_store::Store;
-use solidgraph_store::mem::advise_huge;
+use solidgraph_store::mem::{advise_huge, machine_memory};
 
 use crate::error::{EngineError, Result};
+
+/// The bytes of state a whole-graph algorithm may allocate (0: the
+/// machine's memory). One per process: a store's declared vertex count
+/// sizes the state, and a damaged or hostile store must not make an
+/// algorithm ask the allocator for more than the caller allows.
+static BUDGET: AtomicU64 = AtomicU64::new(0);
+
+/// Sets the state budget of every later whole-graph algorithm in this
+/// process (0: the machine's memory, the default).
+pub fn set_budget(bytes: u64) {
+    BUDGET.store(bytes, Relaxed);
+}
+
+/// The state budget in bytes (`u64::MAX` when neither the caller nor the
+/// machine says).
+pub fn budget() -> u64 {
+    match BUDGET.load(Relaxed) {
+        0 => Some(machine_memory()).filter(|&m| m != 0).unwrap_or(u64::MAX),
+        b => b,
+    }
+}
+
+/// Refuses `algorithm` before it allocates when its state, `per_vertex`
+/// bytes for each vertex and `per_edge` for each edge of `store`, exceeds
+/// the budget: the vertex count comes from the store's pages, and an
+/// allocation past what the process may have aborts it.
+pub fn reserve(algorithm: &'static str, store: &Store, per_vertex: u64, per_edge: u64) -> Result<()> {
+    let needed = store.num_nodes().saturating_mul(per_vertex).saturating_add(store.num_edges().saturating_mul(per_edge));
+    let budget = budget();
+    if needed > budget {
+        return Err(EngineError::OverBudget { algorithm, needed, budget });
+    }
+    Ok(())
+}
 
 /// `n` copies of `x`.
 pub fn filled<T: Clone>(n: usize, x: T) -> Vec<T> {

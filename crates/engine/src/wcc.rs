@@ -113,6 +113,7 @@ pub fn wcc(store: &Store, progress: Progress) -> Result<Vec<u64>> {
     // One version of the graph for every read of this call (`Store::view`).
     let view = store.view();
     let store: &Store = &view;
+    state::reserve("WCC", store, 16, 0)?;
     let n = store.num_nodes();
     // u32::MAX itself stays free: no id reaches it.
     let mut label = if n < u64::from(u32::MAX) {

@@ -61,7 +61,7 @@ fn wal_replayed_vertex_count_hangs_bfs() {
     assert!(s.num_nodes() > 8 << 32, "{} vertices", s.num_nodes());
     let t = std::time::Instant::now();
     let e = solidgraph_engine::bfs::bfs(&s, 0, None, true, &solidgraph_engine::silent).expect_err("no machine holds the state");
-    assert!(e.to_string().contains("whole-graph pass over"), "{e}");
+    assert!(matches!(e, solidgraph_engine::EngineError::OverBudget { algorithm: "BFS", .. }), "{e}");
     assert!(t.elapsed().as_secs() < 10, "refused at once, not after a walk: {:?}", t.elapsed());
     solidgraph_fuzzcheck::run("wal", &add_vertices_records(8));
     drop(s);
@@ -97,23 +97,43 @@ fn store_bytes_edge_counts_size_read_range_buffers() {
 /// Out of memory under libFuzzer's 2 GiB limit (found 2026-11-26 with
 /// `cargo fuzz run -s none -O store_bytes`): the damaged store declares
 /// billions of vertices, few enough to pass `Store::chunk_ranges`'s
-/// machine-memory floor (8 bytes a vertex), and BFS then allocates its
+/// machine-memory floor (8 bytes a vertex), and BFS then allocated its
 /// u32 levels for all of them (engine/src/state.rs `filled`, from
-/// bfs.rs `bfs_with`). The fix: each algorithm sizes its own state and
-/// checks it against a memory budget before allocating.
+/// bfs.rs `bfs_with`). Each algorithm now sizes its state and checks it
+/// against the state budget (`state::reserve`) before allocating.
 #[test]
-#[ignore = "open: BFS allocates state for a declared vertex count past any budget"]
 fn store_bytes_bfs_state_for_billions_of_vertices() {
-    replay("store_bytes", "oom-160a5fc132d69c88a48c9da884c851e3a6abc541");
+    over_budget("store_bytes", "oom-160a5fc132d69c88a48c9da884c851e3a6abc541");
+}
+
+/// Replays an input whose store declares more vertices than the fuzz
+/// budget holds state for, then checks that BFS on it is refused by the
+/// budget, naming the algorithm and the bytes, without allocating them.
+fn over_budget(target: &str, name: &str) {
+    let data = input(target, name);
+    replay(target, name);
+    let image = match target {
+        "store_bytes" => solidgraph_fuzzcheck::store_bytes_image(&data).expect("a whole input"),
+        _ => solidgraph_fuzzcheck::page_image(&data).expect("a whole input"),
+    };
+    let s = solidgraph_fuzzcheck::open_image(image).expect("the damaged store opens");
+    let n = s.num_nodes();
+    assert!(n.saturating_mul(13) > solidgraph_fuzzcheck::STATE_BUDGET, "{n} vertices");
+    match solidgraph_engine::bfs::bfs(&s, 0, None, true, &solidgraph_engine::silent) {
+        Err(solidgraph_engine::EngineError::OverBudget { algorithm, needed, budget }) => {
+            assert_eq!((algorithm, budget), ("BFS", solidgraph_fuzzcheck::STATE_BUDGET));
+            assert!(needed > budget && needed >= n * 21, "{needed} bytes for {n} vertices");
+        }
+        other => panic!("{n} vertices: {:?}", other.map(|b| b.levels.len())),
+    }
 }
 
 /// Out of memory under libFuzzer's 2 GiB limit (found 2026-11-26 with
 /// `cargo fuzz run -s none -O page`): a damaged superblock page declares
 /// billions of vertices and BFS allocates its levels for all of them, as
 /// in `store_bytes_bfs_state_for_billions_of_vertices` (gdb: `filled`
-/// from `bfs_with`).
+/// from `bfs_with`); refused by the state budget now.
 #[test]
-#[ignore = "open: BFS allocates state for a declared vertex count past any budget"]
 fn page_superblock_allocation_past_the_budget() {
-    replay("page", "oom-6354edd95cf0c0738de449335e2709c651971a59");
+    over_budget("page", "oom-6354edd95cf0c0738de449335e2709c651971a59");
 }

@@ -240,6 +240,9 @@ fn engine_kind<'py>(py: Python<'py>, e: &EngineError) -> PyResult<(Kind, Attrs<'
         // What the store lacks for the algorithm (edge weights, in-edges)
         // or a size past its limits: the request does not fit this store.
         EngineError::Unsupported(_) => (Kind::InvalidArgument, vec![]),
+        // The algorithm's state for this store exceeds the budget the
+        // caller set (or the machine's memory): the request does not fit.
+        EngineError::OverBudget { .. } => (Kind::InvalidArgument, vec![]),
         // Only a progress hook stops a run; the local ones never do.
         EngineError::Cancelled => (Kind::Base, vec![]),
     })

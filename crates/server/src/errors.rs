@@ -32,6 +32,7 @@ pub fn engine_status(e: &EngineError) -> Status {
     match e {
         EngineError::Store(s) => store_status(s),
         EngineError::Invalid(m) | EngineError::Unsupported(m) => Status::invalid_argument(m.clone()),
+        EngineError::OverBudget { .. } => Status::resource_exhausted(e.to_string()),
         EngineError::Cancelled => Status::cancelled("cancelled: the call was dropped or its deadline passed"),
     }
 }
