@@ -16,7 +16,8 @@ and 64 client threads measures for each contender:
     over --loader-batches batches, one loader at a time.
 In process, the threads share one `solidgraph.open` Graph (the GIL is
 released inside each call); remote, each thread has its own channel.
-Every point runs --rounds times, the two contenders alternating; prints
+Every point runs --rounds times, the two contenders alternating (which
+goes first alternates too); prints
 each round, then the median ratio and its spread (min-max). The machine's
 other load adds noise: compare ratios within a run.
 """
@@ -157,9 +158,15 @@ def main():
                 lo, re_, unit, per = runs[workload]
                 for c in clients:
                     ratios = []
-                    for _ in range(a.rounds):
-                        r_rate, r_lat = run(c, a.seconds, re_)
-                        l_rate, l_lat = run(c, a.seconds, lo)
+                    for r in range(a.rounds):
+                        # Alternate which contender goes first, so that a
+                        # drift in the machine's load favours neither.
+                        if r % 2 == 0:
+                            r_rate, r_lat = run(c, a.seconds, re_)
+                            l_rate, l_lat = run(c, a.seconds, lo)
+                        else:
+                            l_rate, l_lat = run(c, a.seconds, lo)
+                            r_rate, r_lat = run(c, a.seconds, re_)
                         ratios.append(r_rate / l_rate)
                         print(
                             f"{workload:6} {c:3} clients | server {fmt(r_rate * per, r_lat, unit)} | in-process {fmt(l_rate * per, l_lat, unit)} | server/in-process {r_rate / l_rate:.2f}",
