@@ -1,7 +1,8 @@
 #!/bin/bash
 # One-vertex Neighbors requests/s of two `solidgraph` servers, alternating
-# round by round: the server pinned to CPU 1, the Rust load generator
-# (crates/server/examples/load.rs) to CPU 0, so neither takes the other's core.
+# round by round: the server pinned to CPU 1, the Rust load generator LOAD
+# (crates/server/examples/h2load.rs, the lean one, or load.rs, tonic's
+# client) to CPU 0, so neither takes the other's core.
 #
 #   benchmarks/server_small_ab.sh A B LOAD STORE CLIENTS SECONDS ROUNDS [CONNECTIONS]
 #
