@@ -382,13 +382,34 @@ pub fn partition(src: &Store, out: &Path, o: &PartitionOptions, progress: &(dyn 
         report.shard_edges[k as usize] = edges;
     }
     book.write(&tmp.join("book.sgb"))?;
+    // The book's and the shards' entries are durable before the rename.
+    sync_dir(&tmp)?;
     if out.exists() {
         std::fs::remove_dir(out).map_err(file_err(out))?;
     }
     std::fs::rename(&tmp, out).map_err(file_err(out))?;
     cleanup.0 = None;
+    // The shards are in place only once the rename is durable: if the
+    // parent directory's sync fails, the partition fails and takes its
+    // output away again (nothing acknowledged, nothing left behind).
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if let Err(e) = sync_dir(parent) {
+        let _ = std::fs::remove_dir_all(out);
+        return Err(e);
+    }
     report.seconds = t0.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Syncs directory `dir`, making the entries made in it durable. A file
+/// system that cannot sync directories (EINVAL) has nothing to make
+/// durable this way.
+fn sync_dir(dir: &Path) -> Result<()> {
+    let d = std::fs::File::open(dir).map_err(file_err(dir))?;
+    match d.sync_all() {
+        Err(e) if e.raw_os_error() != Some(libc::EINVAL) => Err(file_err(dir)(e)),
+        _ => Ok(()),
+    }
 }
 
 /// Writes shard `k` (its `owned` vertices, ascending) into `dir`; returns

@@ -316,6 +316,48 @@ fn import_fails_when_its_directory_sync_fails() {
     open(&out, false).unwrap().verify(&mut |_, _| {}).unwrap();
 }
 
+/// EIO from the sync of the directory a partition's output is renamed
+/// into, its last file call: the partition fails naming the directory and
+/// takes the renamed shards away again; once the fault is gone it
+/// succeeds and every shard verifies.
+#[test]
+fn partition_fails_when_its_directory_sync_fails() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let (edges, tensors) = inputs(dir.path(), false);
+    let src_path = dir.path().join("src");
+    import(&src_path, &edges, &tensors, &import_options(), &|_, _, _| {}).unwrap();
+    let src = open(&src_path, false).unwrap();
+    let o = partition::PartitionOptions { parts: 2, method: partition::Method::Hash, memory_budget: 16 << 20 };
+    let listed = listing(dir.path());
+    let out = dir.path().join("shards");
+    let under = dir.path().to_string_lossy().into_owned();
+    arm(Plan { under: under.clone(), kinds: &[Call::Sync], nth: u64::MAX, sticky: false, seen: 0, failed: 0 });
+    partition::partition(&src, &out, &o, &|_, _, _| {}).unwrap();
+    let (syncs, _) = disarm();
+    std::fs::remove_dir_all(&out).unwrap();
+    arm(Plan { under, kinds: &[Call::Sync], nth: syncs - 1, sticky: false, seen: 0, failed: 0 });
+    let got = partition::partition(&src, &out, &o, &|_, _, _| {});
+    let (_, hit) = disarm();
+    assert_eq!(hit, 1, "the last sync fails");
+    let e = got.expect_err("a partition whose directory sync fails");
+    assert!(names_eio_under(&e, dir.path()), "{e}");
+    match &e {
+        StoreError::File { path, .. } => assert_eq!(path, dir.path(), "the error names the directory"),
+        other => panic!("not a file error: {other}"),
+    }
+    assert_eq!(listing(dir.path()), listed, "the failed partition left files behind");
+    let r = partition::partition(&src, &out, &o, &|_, _, _| {}).unwrap();
+    assert_eq!(r.shard_nodes.iter().sum::<u64>(), src.num_nodes());
+    for k in 0..o.parts {
+        let stores: Vec<_> = std::fs::read_dir(out.join(format!("shard-{k}"))).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+        assert!(stores.len() >= 2, "shard {k}: {stores:?}");
+        for p in stores {
+            open(&p, false).unwrap().verify(&mut |_, _| {}).unwrap();
+        }
+    }
+}
+
 /// Imports with a fault at each file call of the import (the inputs'
 /// reads, the member's writes, syncs and size changes) in turn.
 fn import_at_each_call(npy: bool) {
