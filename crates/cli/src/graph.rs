@@ -128,6 +128,7 @@ pub fn import_cmd(a: ImportArgs) -> CliResult {
                 "pages": r.pages, "bytes": r.bytes, "runs": r.runs, "seconds": r.seconds,
                 "edges_per_s": r.input_edges as f64 / r.seconds,
                 "phases": r.phases.iter().map(|(k, v)| serde_json::json!([k, v])).collect::<Vec<_>>(),
+                "phase_cpu": r.phases.iter().zip(&r.phase_cpu).map(|((k, _), c)| serde_json::json!([k, c])).collect::<Vec<_>>(),
             })
         );
     } else {

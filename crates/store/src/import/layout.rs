@@ -403,7 +403,7 @@ fn merge_beside(merged: &mut Merged, mut each: impl FnMut(&[Rec]) -> Result<bool
     std::thread::scope(|scope| {
         let (tx, rx) = sync_channel::<Vec<Rec>>(4);
         let (back_tx, back_rx) = sync_channel::<Vec<Rec>>(6);
-        let merger = scope.spawn(move || -> Result<()> {
+        let merger = super::spawn_named(scope, "sg-merge".into(), move || -> Result<()> {
             loop {
                 let mut batch = back_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(LOWER_BATCH));
                 batch.clear();
@@ -472,7 +472,7 @@ pub fn lay_out(
                 // The last part runs to the last vertex (its self-loops).
                 let range = (bounds[k], if k + 1 == n { o.num_nodes.max(bounds[k + 1]) } else { bounds[k + 1] });
                 let (seen, out_path, lower_path) = (&seen, out_path(k), lower_path(k));
-                scope.spawn(move || -> Result<(Piece, Option<Piece>)> {
+                super::spawn_named(scope, format!("sg-layout-{k}"), move || -> Result<(Piece, Option<Piece>)> {
                     let w = if k == 0 { PageWriter::new(vol, first_page) } else { PageWriter::to_file(&out_path, ps)? };
                     let lower_w = lower.map(|l| PageWriter::to_file(&lower_path, ps).map(|w| (w, l))).transpose()?;
                     lay_out_part(&mut merged, Builder::new(w, o, range), lower_w.map(|(w, l)| Builder::new(w, l, range)), &|m| {
@@ -551,7 +551,7 @@ fn lay_out_part(merged: &mut Merged, mut b: Builder, lower: Option<Builder>, see
     std::thread::scope(|scope| {
         let (tx, rx) = sync_channel::<Vec<Rec>>(4);
         let (back_tx, back_rx) = sync_channel::<Vec<Rec>>(6);
-        let thread = scope.spawn(move || -> Result<Piece> {
+        let thread = super::spawn_named(scope, "sg-lower".into(), move || -> Result<Piece> {
             for mut batch in rx {
                 for r in &batch {
                     lb.record(r)?;

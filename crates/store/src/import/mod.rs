@@ -138,20 +138,45 @@ pub struct ImportReport {
     pub seconds: f64,
     /// Seconds per phase, in order (the phases a profile names).
     pub phases: Vec<(&'static str, f64)>,
+    /// CPU seconds (user + system, every thread of the process) per phase,
+    /// in the order of `phases`: divided by the wall time, the cores the
+    /// phase kept busy.
+    pub phase_cpu: Vec<f64>,
 }
 
-/// Wall time per phase.
+/// Wall and CPU time per phase.
 struct Phases {
     at: std::time::Instant,
+    cpu_at: f64,
     list: Vec<(&'static str, f64)>,
+    cpu: Vec<f64>,
 }
 
 impl Phases {
+    fn new(at: std::time::Instant) -> Phases {
+        Phases { at, cpu_at: process_cpu_seconds(), list: Vec::new(), cpu: Vec::new() }
+    }
+
     fn done(&mut self, name: &'static str) {
         let now = std::time::Instant::now();
+        let cpu = process_cpu_seconds();
         self.list.push((name, (now - self.at).as_secs_f64()));
+        self.cpu.push(cpu - self.cpu_at);
         self.at = now;
+        self.cpu_at = cpu;
     }
+}
+
+/// User + system CPU seconds of the whole process so far (0 if the kernel
+/// does not say).
+fn process_cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes only the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    secs(u.ru_utime) + secs(u.ru_stime)
 }
 
 /// The sorters one import feeds, and how an input edge becomes their
@@ -165,24 +190,18 @@ struct Sorters<'a> {
 impl Sorters<'_> {
     /// Pushes a batch whose largest id is `max_id`: as packed keys when the
     /// sorters take them and the ids fit, else record by record.
-    fn push(&mut self, b: &EdgeBatch, max_id: u64, keys: &mut Vec<u64>) -> Result<()> {
+    fn push(&mut self, b: &EdgeBatch, max_id: u64) -> Result<()> {
         let packed = self.out.packed() && max_id <= PACKED_MAX;
         if !packed {
             return self.push_records(b);
         }
-        let pairs = || b.src.iter().copied().zip(b.dst.iter().copied());
-        keys.clear();
-        for (s, d) in pairs() {
-            keys.push(pack(s, d));
-            if self.undirected && s != d {
-                keys.push(pack(d, s));
+        // At most two keys an edge, and a push must fit the buffer.
+        let per = (self.out.max_keys() / 2).max(1);
+        for (src, dst) in b.src.chunks(per).zip(b.dst.chunks(per)) {
+            push_pairs(self.out, src, dst, if self.undirected { Keys::BothWays } else { Keys::Forward })?;
+            if let Some(x) = self.inn.as_deref_mut() {
+                push_pairs(x, src, dst, Keys::Reversed)?;
             }
-        }
-        self.out.push_keys(keys)?;
-        if let Some(x) = self.inn.as_deref_mut() {
-            keys.clear();
-            keys.extend(pairs().map(|(s, d)| pack(d, s)));
-            x.push_keys(keys)?;
         }
         Ok(())
     }
@@ -203,6 +222,61 @@ impl Sorters<'_> {
     }
 }
 
+/// Which keys an edge (s, d) gives a sorter.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keys {
+    /// (s, d).
+    Forward,
+    /// (s, d), then (d, s) unless s == d: an undirected edge's two lists.
+    BothWays,
+    /// (d, s): in-lists.
+    Reversed,
+}
+
+/// Edges per parallel chunk of a batch.
+const CHUNK_EDGES: usize = 1 << 14;
+
+/// Packs the edges `src[i] -> dst[i]` (ids at most `PACKED_MAX`) into
+/// `s`'s buffer on all cores, in input order, chunk by chunk at offsets
+/// known beforehand (a chunk's self-loops give one key less).
+fn push_pairs(s: &mut Sorter, src: &[u64], dst: &[u64], keys: Keys) -> Result<()> {
+    use rayon::prelude::*;
+    assert_eq!(src.len(), dst.len());
+    let chunks = || src.par_chunks(CHUNK_EDGES).zip(dst.par_chunks(CHUNK_EDGES));
+    let counts: Vec<usize> = match keys {
+        Keys::BothWays => chunks().map(|(a, b)| 2 * a.len() - a.iter().zip(b).filter(|(x, y)| x == y).count()).collect(),
+        Keys::Forward | Keys::Reversed => src.chunks(CHUNK_EDGES).map(<[u64]>::len).collect(),
+    };
+    let n = counts.iter().sum();
+    s.push_keys_with(n, |out| {
+        let mut regions = Vec::with_capacity(counts.len());
+        let mut rest = out;
+        for &c in &counts {
+            let (region, tail) = rest.split_at_mut(c);
+            regions.push(region);
+            rest = tail;
+        }
+        regions.into_par_iter().zip(chunks()).for_each(|(o, (a, b))| {
+            let mut i = 0;
+            for (&x, &y) in a.iter().zip(b) {
+                match keys {
+                    Keys::Forward => o[i] = pack(x, y),
+                    Keys::Reversed => o[i] = pack(y, x),
+                    Keys::BothWays => {
+                        o[i] = pack(x, y);
+                        if x != y {
+                            i += 1;
+                            o[i] = pack(y, x);
+                        }
+                    }
+                }
+                i += 1;
+            }
+            assert_eq!(i, o.len(), "a chunk's keys fill its region");
+        });
+    })
+}
+
 /// Maps a batch's ids to internal ones (both cores); Err if an id has no
 /// entry (the input changed since the degrees were counted).
 fn renumber(b: &mut EdgeBatch, to_internal: &[u32]) -> std::result::Result<(), ()> {
@@ -217,6 +291,82 @@ fn renumber(b: &mut EdgeBatch, to_internal: &[u32]) -> std::result::Result<(), (
     };
     map(&mut b.src)?;
     map(&mut b.dst)
+}
+
+/// The largest id of a batch (0 if empty), on all cores.
+fn max_id(b: &EdgeBatch) -> u64 {
+    use rayon::prelude::*;
+    [&b.src, &b.dst].into_par_iter().flat_map(|ids| ids.par_chunks(1 << 16)).map(|c| c.iter().copied().max().unwrap_or(0)).max().unwrap_or(0)
+}
+
+/// `scope.spawn` with a thread name, so that a profile (`perf report
+/// --sort comm`) tells the import's threads apart. Panics where
+/// `scope.spawn` does (the system refuses a thread).
+pub(crate) fn spawn_named<'scope, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    name: String,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> std::thread::ScopedJoinHandle<'scope, T> {
+    std::thread::Builder::new().name(name).spawn_scoped(scope, f).expect("failed to spawn thread")
+}
+
+/// A batch read, checked and renumbered, with its largest id.
+type ReadBatch = Result<(EdgeBatch, u64)>;
+
+/// Reads every edge of `readers` on a thread of its own (reading, parsing,
+/// checking, renumbering with `to_internal`) while `each` takes the batch
+/// before, so the input's reading overlaps what is done with it. Two
+/// batches of `BATCH_EDGES` are in flight at most (three buffers).
+fn read_beside<'r>(
+    readers: &mut [Box<dyn source::EdgeReader + Send + 'r>],
+    (weights, labels): (bool, bool),
+    lim: &Limits,
+    to_internal: Option<&[u32]>,
+    phase: &str,
+    progress: Progress,
+    mut each: impl FnMut(&EdgeBatch, u64) -> Result<()>,
+) -> Result<()> {
+    use std::sync::mpsc::sync_channel;
+    std::thread::scope(|scope| {
+        let (tx, rx) = sync_channel::<ReadBatch>(0);
+        let (back_tx, back_rx) = sync_channel::<EdgeBatch>(2);
+        spawn_named(scope, "sg-read".into(), move || {
+            for r in readers.iter_mut() {
+                loop {
+                    let mut batch = back_rx.try_recv().unwrap_or_else(|_| EdgeBatch::new(weights, labels));
+                    let read = r.next_batch(&mut batch, BATCH_EDGES, lim).and_then(|n| {
+                        if let Some(map) = to_internal {
+                            renumber(&mut batch, map).map_err(|()| r.error("input changed while importing (not seen when counting degrees)".into()))?;
+                        }
+                        Ok(n)
+                    });
+                    let (d, t) = r.progress();
+                    progress(phase, d, t);
+                    let n = match read {
+                        Ok(n) => n,
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    if n == 0 {
+                        break;
+                    }
+                    let m = max_id(&batch);
+                    // A closed channel: the consumer stopped on an error.
+                    if tx.send(Ok((batch, m))).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        for got in rx {
+            let (batch, m) = got?;
+            each(&batch, m)?;
+            let _ = back_tx.try_send(batch);
+        }
+        Ok(())
+    })
 }
 
 /// (phase, done, total) callbacks for progress bars.
@@ -300,7 +450,7 @@ fn check_options(o: &ImportOptions) -> Result<()> {
 
 pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &ImportOptions, progress: Progress) -> Result<ImportReport> {
     let t0 = std::time::Instant::now();
-    let mut phases = Phases { at: t0, list: Vec::new() };
+    let mut phases = Phases::new(t0);
     check_options(o)?;
     if out.exists() {
         return Err(StoreError::Exists { path: out.to_path_buf() });
@@ -341,26 +491,14 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     let mut max_id: Option<u64> = None;
     let mut input_edges = 0u64;
     let lim = Limits { below: o.num_nodes.unwrap_or(u64::MAX), declared: o.num_nodes, finite_weights: o.weights };
-    let mut batch = EdgeBatch::new(o.weights, o.labels);
-    let mut keys: Vec<u64> = Vec::new();
     let mut sorters = Sorters { out: &mut out_sort, inn: in_sort.as_mut(), undirected: o.undirected };
-    for r in readers.iter_mut() {
-        loop {
-            let n = r.next_batch(&mut batch, BATCH_EDGES, &lim)?;
-            if n == 0 {
-                break;
-            }
-            if let Some(p) = &perm {
-                renumber(&mut batch, &p.to_internal).map_err(|()| r.error("input changed while importing (not seen when counting degrees)".into()))?;
-            }
-            let m = batch.src.iter().zip(&batch.dst).fold(0u64, |m, (&s, &d)| m.max(s).max(d));
-            max_id = Some(max_id.unwrap_or(0).max(m));
-            sorters.push(&batch, m, &mut keys)?;
-            input_edges += n as u64;
-            let (d, t) = r.progress();
-            progress("reading", d, t);
-        }
-    }
+    let to_internal = perm.as_ref().map(|p| &p.to_internal[..]);
+    read_beside(&mut readers, (o.weights, o.labels), &lim, to_internal, "reading", progress, |batch, m| {
+        max_id = Some(max_id.unwrap_or(0).max(m));
+        sorters.push(batch, m)?;
+        input_edges += batch.len() as u64;
+        Ok(())
+    })?;
     phases.done("read and sort");
     if input_edges == 0 {
         let names: Vec<String> = edges
@@ -413,7 +551,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     let hot = (num_nodes.div_ceil(4) as usize).min(HOT_MAX).min(o.memory_budget as usize / 64);
     let lo = LayoutOptions { fmt, fill: o.fill_factor, dedup: o.dedup, self_loops: o.self_loops, num_nodes, epoch: EPOCH, presence, hot, degrees: false };
     let (out_meta, in_meta, lower_meta, hot, order, total_pages, num_edges) = std::thread::scope(|scope| -> Result<_> {
-        let writer = scope.spawn(|| -> Result<()> {
+        let writer = spawn_named(scope, "sg-tensors".into(), || -> Result<()> {
             for (i, p) in plans.iter().enumerate() {
                 write_one_tensor(&vol, i as u32, p, perm.as_ref().map(|p| &p.to_external[..]), progress)?;
             }
@@ -532,6 +670,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         runs,
         seconds: t0.elapsed().as_secs_f64(),
         phases: phases.list,
+        phase_cpu: phases.cpu,
     })
 }
 
@@ -568,19 +707,15 @@ fn degree_order(edges: &[EdgeInput], o: &ImportOptions, plans: &[TensorPlan], pr
     let limit = o.num_nodes.unwrap_or(u32::MAX as u64).min(u32::MAX as u64);
     let lim = Limits { below: limit, declared: o.num_nodes.filter(|&nn| nn <= u32::MAX as u64), finite_weights: false };
     let mut degree: Vec<u32> = Vec::new();
-    let mut batch = EdgeBatch::new(false, false);
-    for e in edges {
-        let mut r = source::open(e, false, false)?;
-        while r.next_batch(&mut batch, BATCH_EDGES, &lim)? > 0 {
-            let m = batch.src.iter().zip(&batch.dst).fold(0u64, |m, (&s, &d)| m.max(s).max(d)) as usize;
-            if m >= degree.len() {
-                degree.resize((m + 1).max(degree.len() * 5 / 4), 0);
-            }
-            count_degrees(&mut degree, &batch);
-            let (d, t) = r.progress();
-            progress("counting degrees", d, t);
+    let mut readers = edges.iter().map(|e| source::open(e, false, false)).collect::<Result<Vec<_>>>()?;
+    read_beside(&mut readers, (false, false), &lim, None, "counting degrees", progress, |batch, m| {
+        let m = m as usize;
+        if m >= degree.len() {
+            degree.resize((m + 1).max(degree.len() * 5 / 4), 0);
         }
-    }
+        count_degrees(&mut degree, batch);
+        Ok(())
+    })?;
     let seen = degree.iter().rposition(|&d| d > 0).map_or(0, |v| v + 1) as u64;
     let n = o.num_nodes.unwrap_or_else(|| plans.iter().map(|p| p.meta.rows).fold(seen, u64::max));
     if n > u32::MAX as u64 {

@@ -90,7 +90,7 @@ pub fn read_header(path: &Path) -> Result<NpyHeader> {
 }
 
 /// Integer element kinds accepted for vertex ids.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IntKind {
     I32,
     I64,
@@ -141,9 +141,22 @@ impl IntStream {
             IntKind::I32 | IntKind::U32 => 4,
             IntKind::I64 | IntKind::U64 => 8,
         };
+        let from = out.len();
+        if size == 8 {
+            // 8-byte ids are read straight into `out` (one copy less).
+            out.resize(from + n, 0);
+            let dst = &mut out[from..];
+            // SAFETY: any bytes are a valid u64, and the byte view covers
+            // exactly `dst`, borrowed mutably here.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<u8>(), n * 8) };
+            self.r.read_exact(bytes).map_err(file_err(&self.path))?;
+            if cfg!(target_endian = "big") {
+                dst.iter_mut().for_each(|v| *v = u64::from_le(*v));
+            }
+            return self.after_read(out, from, self.kind == IntKind::I64);
+        }
         self.bytes.resize(n * size, 0);
         self.r.read_exact(&mut self.bytes).map_err(file_err(&self.path))?;
-        let from = out.len();
         let b = &self.bytes;
         let negative = match self.kind {
             IntKind::I32 => {
@@ -154,22 +167,22 @@ impl IntStream {
                 out.extend(b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4")) as u64));
                 false
             }
-            IntKind::I64 => {
-                out.extend(b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8"))));
-                true
-            }
-            IntKind::U64 => {
-                out.extend(b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8"))));
-                false
-            }
+            IntKind::I64 | IntKind::U64 => unreachable!("8-byte ids are read above"),
         };
+        self.after_read(out, from, negative)
+    }
+
+    /// Checks the ids appended from `from` (a negative signed id is an
+    /// error naming its element) and moves past them.
+    fn after_read(&mut self, out: &[u64], from: usize, signed: bool) -> Result<()> {
         // A negative signed id is >= 2^63 as u64.
-        if negative && let Some(k) = out[from..].iter().position(|&v| v >= 1 << 63) {
+        if signed && let Some(k) = out[from..].iter().position(|&v| v >= 1 << 63) {
             let v = out[from + k] as i64;
             return Err(bad(&self.path, format!("element {}: negative vertex id {v}", self.index + k as u64)));
         }
-        self.left -= n as u64;
-        self.index += n as u64;
+        let n = (out.len() - from) as u64;
+        self.left -= n;
+        self.index += n;
         Ok(())
     }
 

@@ -172,6 +172,9 @@ pub struct Sorter {
     runs: Vec<(PathBuf, Form)>,
     /// Spill staging, reused.
     bytes: Vec<u8>,
+    /// A packed run being written on a thread of its own while the buffer
+    /// fills again; the thread hands its keys back as the next scratch.
+    writing: Option<std::thread::JoinHandle<Result<Vec<u64>>>>,
     pub count: u64,
 }
 
@@ -190,6 +193,7 @@ impl Sorter {
             tag,
             runs: Vec::new(),
             bytes: Vec::new(),
+            writing: None,
             count: 0,
         }
     }
@@ -233,6 +237,34 @@ impl Sorter {
         Ok(())
     }
 
+    /// Appends `n` packed keys that `fill` writes into the slice it is
+    /// given (on any threads; every slot is written, in the order the
+    /// keys come). `n` must not exceed `max_keys()`: the buffer spills
+    /// first when they do not fit.
+    pub fn push_keys_with(&mut self, n: usize, fill: impl FnOnce(&mut [u64])) -> Result<()> {
+        assert!(self.packed(), "packed keys pushed into a sorter of wide records");
+        let cap = self.cap();
+        assert!(n <= cap, "{n} keys at once into a buffer of {cap}");
+        if self.keys.len() + n > cap {
+            self.spill()?;
+        }
+        if self.keys.capacity() < self.keys.len() + n {
+            // Grow in steps so a small input costs little memory.
+            let want = (self.keys.len() + n).max(self.keys.capacity() * 2).min(cap);
+            self.keys.reserve_exact(want - self.keys.len());
+        }
+        let from = self.keys.len();
+        self.keys.resize(from + n, 0);
+        fill(&mut self.keys[from..]);
+        self.count += n as u64;
+        Ok(())
+    }
+
+    /// Most keys one `push_keys_with` takes.
+    pub fn max_keys(&self) -> usize {
+        self.cap()
+    }
+
     /// Appends one record; a packed sorter meeting an id past 32 bits or a
     /// weight or label first spills its keys and goes on wide.
     pub fn push(&mut self, r: Rec) -> Result<()> {
@@ -243,6 +275,7 @@ impl Sorter {
             if !self.keys.is_empty() {
                 self.spill()?;
             }
+            self.wait_written()?;
             self.keys = Vec::new();
             self.scratch = Vec::new();
             self.form = Form::Wide;
@@ -265,7 +298,22 @@ impl Sorter {
         }
     }
 
+    /// Waits for the run being written, if any; its keys' buffer becomes
+    /// the scratch again.
+    fn wait_written(&mut self) -> Result<()> {
+        if let Some(t) = self.writing.take() {
+            let mut buf = t.join().map_err(|_| StoreError::Invalid("run writer thread panicked".into()))??;
+            buf.clear();
+            self.scratch = buf;
+        }
+        Ok(())
+    }
+
     fn spill(&mut self) -> Result<()> {
+        self.wait_written()?;
+        if self.form == Form::Packed {
+            return self.spill_packed();
+        }
         self.sort_buffer();
         let path = self.dir.join(format!("run-{}-{}", self.tag, self.runs.len()));
         let f = std::fs::File::create(&path).map_err(file_err(&path))?;
@@ -294,6 +342,22 @@ impl Sorter {
         Ok(())
     }
 
+    /// Sorts the keys and writes them as a run on a thread of its own; the
+    /// radix sort's scratch (as long as the keys) takes the next keys
+    /// meanwhile, so the memory stays the same.
+    fn spill_packed(&mut self) -> Result<()> {
+        radix_sort(&mut self.keys, &mut self.scratch);
+        let path = self.dir.join(format!("run-{}-{}", self.tag, self.runs.len()));
+        let f = std::fs::File::create(&path).map_err(file_err(&path))?;
+        self.runs.push((path.clone(), Form::Packed));
+        let mut next = std::mem::take(&mut self.scratch);
+        next.clear();
+        let keys = std::mem::replace(&mut self.keys, next);
+        let t = std::thread::Builder::new().name("sg-run-write".into()).spawn(move || write_keys(f, &path, keys));
+        self.writing = Some(t.map_err(|e| StoreError::Invalid(format!("cannot start a run writer thread: {e}")))?);
+        Ok(())
+    }
+
     /// Sorted stream of every record pushed. `merge_budget` bytes are spread
     /// over the run readers.
     pub fn finish(self, merge_budget: usize) -> Result<Merged> {
@@ -309,6 +373,7 @@ impl Sorter {
     /// split into runs. `merge_budget` bytes are spread over the readers.
     pub fn finish_parts(mut self, merge_budget: usize, parts: usize) -> Result<(Vec<u64>, Vec<Merged>)> {
         assert!((1..=MAX_PARTS).contains(&parts), "{parts} parts");
+        self.wait_written()?;
         if self.runs.is_empty() {
             self.sort_buffer();
             self.scratch = Vec::new();
@@ -328,6 +393,7 @@ impl Sorter {
         }
         if !self.keys.is_empty() || !self.recs.is_empty() {
             self.spill()?;
+            self.wait_written()?;
         }
         self.keys = Vec::new();
         self.scratch = Vec::new();
@@ -371,6 +437,30 @@ impl Sorter {
             merged.push(Merged { src, _files: Some(guard.clone()) });
         }
         Ok((bounds, merged))
+    }
+}
+
+/// Writes sorted keys as a run file (little-endian u64s); returns the
+/// buffer for reuse.
+fn write_keys(f: std::fs::File, path: &Path, keys: Vec<u64>) -> Result<Vec<u64>> {
+    let mut w = BufWriter::with_capacity(1 << 20, f);
+    let mut bytes = Vec::with_capacity(1 << 19);
+    for block in keys.chunks(1 << 16) {
+        bytes.clear();
+        bytes.extend(block.iter().flat_map(|k| k.to_le_bytes()));
+        w.write_all(&bytes).map_err(file_err(path))?;
+    }
+    w.flush().map_err(file_err(path))?;
+    Ok(keys)
+}
+
+impl Drop for Sorter {
+    /// A sorter dropped early (a failed import) still waits for its run
+    /// writer, so no thread outlives the build directory.
+    fn drop(&mut self) {
+        if let Some(t) = self.writing.take() {
+            let _ = t.join();
+        }
     }
 }
 
