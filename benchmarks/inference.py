@@ -85,19 +85,21 @@ SERVICE = r"""
 import json, sys, time
 import numpy as np
 import solidgraph
+import solidgraph.infer
 g = solidgraph.open(sys.argv[1])
 batch, prefetch = int(sys.argv[2]), int(sys.argv[3])
 print("ready", flush=True)
 for line in sys.stdin:
-    model, targets = line.split()
+    model, targets, stream = line.split()
     t = np.load(targets)
     g.reset_stats()
     t0 = time.perf_counter()
-    out = g.infer(model, t, batch_size=min(batch, len(t)) if batch else max(len(t), 1), prefetch=prefetch)
+    out = g.infer(model, t, batch_size=min(batch, len(t)) if batch else max(len(t), 1), prefetch=prefetch, stream_bytes=int(stream))
     dt = time.perf_counter() - t0
     st = g.stats()
     np.save(targets + ".out.npy", out)
-    print(json.dumps({"seconds": dt, "pages": st["pages_read"], "ios": st["ios"], "bytes": st["bytes_read"]}), flush=True)
+    rep = {"seconds": dt, "pages": st["pages_read"], "ios": st["ios"], "bytes": st["bytes_read"]}
+    print(json.dumps(dict(rep, request=solidgraph.infer.last_request())), flush=True)
 """
 
 
@@ -117,8 +119,8 @@ class Service:
         self.p = subprocess.Popen(["sh", "-c", f"echo $$ > {CGROUP}/cgroup.procs && exec {cmd}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         assert self.p.stdout.readline().strip() == "ready"
 
-    def infer(self, model_dir: Path, targets_path: Path):
-        self.p.stdin.write(f"{model_dir} {targets_path}\n")
+    def infer(self, model_dir: Path, targets_path: Path, stream_bytes: int):
+        self.p.stdin.write(f"{model_dir} {targets_path} {stream_bytes}\n")
         self.p.stdin.flush()
         line = self.p.stdout.readline()
         if not line:
@@ -173,6 +175,11 @@ def cold(dirp: Path, model, targets, layers, split):
     return pyg_request(model, None, None, targets, layers, split, data)
 
 
+def MIB(v: str) -> int:
+    """A size: bytes, or with an M or G suffix."""
+    return int(float(v[:-1]) * {"M": 1 << 20, "G": 1 << 30}[v[-1]]) if v[-1] in "MG" else int(v)
+
+
 def pct(v, q):
     return float(np.percentile(np.asarray(v) * 1e3, q))
 
@@ -185,11 +192,12 @@ def main():
     ap.add_argument("--requests", type=int, default=5)
     ap.add_argument("--sizes", default="1,64,1024")
     ap.add_argument("--dir", default="/tmp/sg-infer-bench")
-    ap.add_argument("--mem-limit", type=lambda v: int(float(v[:-1]) * {"M": 1 << 20, "G": 1 << 30}[v[-1]]), help="out of core: see the module docs")
+    ap.add_argument("--mem-limit", type=MIB, help="out of core: see the module docs")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--models", default="gcn,sage")
     ap.add_argument("--batch-size", type=int, default=0, help="targets per engine batch (0: the whole request)")
     ap.add_argument("--prefetch", type=int, default=2, help="batches read ahead (Graph.infer's prefetch)")
+    ap.add_argument("--stream-bytes", type=MIB, default=512 << 20, help="Graph.infer's stream_bytes (0: batch by batch)")
     a = ap.parse_args()
     dirp = Path(a.dir)
     dirp.mkdir(parents=True, exist_ok=True)
@@ -222,13 +230,13 @@ def main():
                 if service:
                     np.save(dirp / "targets.npy", targets)
                     drop_caches()
-                    reply, ours = service.infer(dirp / name, dirp / "targets.npy")
+                    reply, ours = service.infer(dirp / name, dirp / "targets.npy", a.stream_bytes)
                     t["s"].append(reply["seconds"])
                     io.append(reply)
                     drop_caches()
                 else:
                     t0 = time.perf_counter()
-                    ours = g.infer(model, targets, batch_size=min(a.batch_size, k) if a.batch_size else max(k, 1), prefetch=a.prefetch)
+                    ours = g.infer(model, targets, batch_size=min(a.batch_size, k) if a.batch_size else max(k, 1), prefetch=a.prefetch, stream_bytes=a.stream_bytes)
                     t["s"].append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
                 split = {}
@@ -249,7 +257,9 @@ def main():
             )
             if io:
                 med = {f: float(np.median([r[f] for r in io])) for f in ("pages", "ios", "bytes")}
-                print(f"    ours per request (median): {med['pages']:.0f} pages read in {med['ios']:.0f} I/Os, {med['bytes'] / 2**20:.0f} MiB", flush=True)
+                paths = sorted({r["request"]["path"] for r in io})
+                reach = f", reach {np.median([r['request']['nodes'] for r in io]):.0f} nodes" if paths == ["stream"] else ""
+                print(f"    ours per request (median): {med['pages']:.0f} pages read in {med['ios']:.0f} I/Os, {med['bytes'] / 2**20:.0f} MiB; path {'/'.join(paths)}{reach}", flush=True)
             sp = {f: float(np.median([s[f] for s in splits])) * 1e3 for f in ("load", "prep", "khop", "model")}
             print("    PyG cold split (median ms): " + ", ".join(f"{f} {v:.0f}" for f, v in sp.items()), flush=True)
     if service:

@@ -28,6 +28,7 @@ __all__ = [
     "bench_io",
     "cli_main",
     "import_graph",
+    "last_request",
     "load_model",
     "loader_memory",
     "open",
@@ -404,6 +405,7 @@ class Graph:
         workers: int = 2,
         prefetch: int = 2,
         progress: _Progress = False,
+        stream_bytes: int = 536870912,
     ) -> _F32:
         """GNN inference next to the store: the output rows of `model` (a
         model directory or `solidgraph.infer.load(dir)`) for `nodes`, float32
@@ -412,7 +414,11 @@ class Graph:
         full neighbourhood, which equals full-batch inference), gathers
         `features` (one store tensor per model input) and runs the model,
         sampling the next batches while this one computes. Batch i samples
-        with `solidgraph.infer.batch_seed(seed, i)`. See `solidgraph.infer`."""
+        with `solidgraph.infer.batch_seed(seed, i)`. See `solidgraph.infer`.
+        A full-neighbourhood request of more than one batch reads its reach
+        once, projecting rows by a linear first layer as they arrive, when the
+        projected rows fit `stream_bytes` (0: batch by batch);
+        `solidgraph.infer.last_request()` says which path ran."""
     def infer_all(
         self,
         model: _StrPath | InferModel,
@@ -655,6 +661,13 @@ def load_model(path: _StrPath, plugins: _StrPath | None = None, plugin_names: Se
     """Loads and checks a model directory written by `solidgraph.infer.export`;
     with `plugins`, kernels of the shared libraries in that directory join the
     built-in ones (all `*.so` there, or those `plugin_names` names)."""
+
+def last_request() -> dict[str, object] | None:
+    """How the calling thread's last `Graph.infer` ran: `{"path": "sampled" |
+    "batched" | "stream"}`, and for a streamed request the nodes within reach
+    (each row read once), the edges into its inner hops, the projected bytes
+    held and the seconds of its three steps (expand the reach, read and
+    project its rows, run the model); None before any."""
 
 def batch_seed(seed: int, i: int) -> int:
     """The seed batch `i` of `Graph.infer(..., seed=seed)` (and of `Graph.sample_loader`) samples with."""

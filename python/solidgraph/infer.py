@@ -45,9 +45,9 @@ from pathlib import Path
 
 import numpy as np
 
-from solidgraph._native import InferModel, InvalidArgumentError, batch_seed, load_model, time_kernel
+from solidgraph._native import InferModel, InvalidArgumentError, batch_seed, last_request, load_model, time_kernel
 
-__all__ = ["NGCF", "InferModel", "batch_seed", "export", "load", "time_kernel"]
+__all__ = ["NGCF", "InferModel", "batch_seed", "export", "last_request", "load", "time_kernel"]
 
 FORMAT = "solidgraph-dfg"
 VERSION = 1

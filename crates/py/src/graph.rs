@@ -365,8 +365,14 @@ impl Graph {
     /// `features` (one store tensor per model input) and runs the model,
     /// sampling the next batches while this one computes. Batch i samples
     /// with `solidgraph.infer.batch_seed(seed, i)`. See `solidgraph.infer`.
-    #[pyo3(signature = (model, nodes, fanouts=None, batch_size=1024, features=crate::infer::Features::x(), seed=0, workers=2, prefetch=2, progress=ProgressArg::default()))]
-    #[pyo3(text_signature = "(self, model, nodes, fanouts=None, batch_size=1024, features='x', seed=0, workers=2, prefetch=2, progress=False)")]
+    /// A full-neighbourhood request of more than one batch reads its reach
+    /// once, projecting rows by a linear first layer as they arrive, when the
+    /// projected rows fit `stream_bytes` (0: batch by batch);
+    /// `solidgraph.infer.last_request()` says which path ran.
+    #[pyo3(signature = (model, nodes, fanouts=None, batch_size=1024, features=crate::infer::Features::x(), seed=0, workers=2, prefetch=2, progress=ProgressArg::default(), stream_bytes=512 << 20))]
+    #[pyo3(
+        text_signature = "(self, model, nodes, fanouts=None, batch_size=1024, features='x', seed=0, workers=2, prefetch=2, progress=False, stream_bytes=536870912)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn infer<'py>(
         &self,
@@ -380,9 +386,22 @@ impl Graph {
         workers: usize,
         prefetch: usize,
         progress: ProgressArg<'py>,
+        stream_bytes: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
         let fanouts = fanouts.map(self::fanouts).transpose()?;
-        crate::infer::infer(py, self.store()?, self.slot.clone(), model, nodes, fanouts, batch_size, features, seed, workers, prefetch, progress)
+        crate::infer::infer(
+            py,
+            self.store()?,
+            self.slot.clone(),
+            model,
+            nodes,
+            fanouts,
+            batch_size,
+            features,
+            seed,
+            (workers, prefetch, stream_bytes),
+            progress,
+        )
     }
 
     /// Whole-graph GNN inference layer by layer: every node's output row of

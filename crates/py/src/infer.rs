@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use solidgraph_runner::infer::{InferOptions, full_fanouts, infer_nodes};
+use solidgraph_runner::infer::{InferOptions, RequestPath, full_fanouts, infer_nodes_report};
 use solidgraph_runner::whole::{WholeOptions, infer_all as run_all};
 use solidgraph_runner::{Model, PluginDir, Registry};
 use solidgraph_store::Store;
@@ -163,22 +163,51 @@ pub fn infer<'py>(
     batch_size: usize,
     features: Features,
     seed: u64,
-    workers: usize,
-    prefetch: usize,
+    (workers, prefetch, stream_bytes): (usize, usize, usize),
     progress: ProgressArg<'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let model = model_arg(py, model)?;
     let nodes = u64_vec(nodes, "nodes")?;
     let features = features.names();
     let rep = Reporter::new(py, "infer", progress)?;
-    let o = InferOptions { fanouts, batch_size, features, seed, workers, prefetch, reopen: Some(Arc::new(move || Ok(slot.get()?))) };
+    let o = InferOptions { fanouts, batch_size, features, seed, workers, prefetch, reopen: Some(Arc::new(move || Ok(slot.get()?))), stream_bytes };
     let total = nodes.len() as u64;
-    let out = py
+    let (out, path) = py
         // The sampler takes the user's ids (it maps them on stores imported with order="degree").
-        .allow_threads(|| infer_nodes(store, &model, &nodes, &o, &mut |done| rep.report("nodes", done as u64, total)))
+        .allow_threads(|| infer_nodes_report(store, &model, &nodes, &o, &mut |done| rep.report("nodes", done as u64, total)))
         .map_err(err)?;
+    LAST_REQUEST.with(|l| l.set(Some(path)));
     let (rows, cols) = (out.rows, out.cols);
     PyArray1::from_vec(py, out.data).call_method1("reshape", ((rows, cols),))
+}
+
+thread_local! {
+    /// How this thread's last `Graph.infer` ran (`last_request`).
+    static LAST_REQUEST: std::cell::Cell<Option<RequestPath>> = const { std::cell::Cell::new(None) };
+}
+
+/// `solidgraph.infer.last_request()`: how the calling thread's last
+/// `Graph.infer` ran: `{"path": "sampled" | "batched" | "stream"}`, and for
+/// a streamed request the nodes within reach (each row read once), the
+/// edges into its inner hops, the projected bytes held and the seconds of
+/// its three steps (expand the reach, read and project its rows, run the
+/// model); None before any.
+#[pyfunction]
+pub fn last_request(py: Python<'_>) -> PyResult<Option<Bound<'_, pyo3::types::PyDict>>> {
+    let Some(path) = LAST_REQUEST.with(std::cell::Cell::get) else { return Ok(None) };
+    let d = pyo3::types::PyDict::new(py);
+    match path {
+        RequestPath::Sampled => d.set_item("path", "sampled")?,
+        RequestPath::Batched => d.set_item("path", "batched")?,
+        RequestPath::Stream(r) => {
+            d.set_item("path", "stream")?;
+            d.set_item("nodes", r.nodes)?;
+            d.set_item("edges", r.edges)?;
+            d.set_item("projected_bytes", r.projected_bytes)?;
+            d.set_item("seconds", (r.expand_us as f64 / 1e6, r.rows_us as f64 / 1e6, r.model_us as f64 / 1e6))?;
+        }
+    }
+    Ok(Some(d))
 }
 
 /// The body of `Graph.infer_all`: layers run with the GIL released; the

@@ -75,6 +75,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(infer::load_model, m)?)?;
     m.add_function(wrap_pyfunction!(infer::batch_seed, m)?)?;
     m.add_function(wrap_pyfunction!(infer::time_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(infer::last_request, m)?)?;
     m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
     rdf::add_to(m)?;
     m.add_function(wrap_pyfunction!(rdf::rdf_error_classes, m)?)?;

@@ -26,6 +26,7 @@ use crate::dfg::{Norm, Op};
 use crate::error::{Result, RunnerError};
 use crate::model::Model;
 use crate::reach::Reach;
+use crate::stream::{Projection, StreamReport, run_stream};
 use crate::tensor::Tensor;
 
 /// How [`infer_nodes`] batches and samples.
@@ -42,11 +43,26 @@ pub struct InferOptions {
     pub prefetch: usize,
     /// Reopens the store in a forked child (see [`PrefetchOptions::reopen`]).
     pub reopen: Option<Reopen>,
+    /// A full-neighbourhood request of more than one batch streams its reach
+    /// in one pass ([`crate::stream`]) when its projected rows fit this many
+    /// bytes (0: never; the row chunks read ahead take a 32nd of it).
+    pub stream_bytes: usize,
+}
+
+/// How [`infer_nodes_report`] ran a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestPath {
+    /// Sampled batches (`fanouts` given).
+    Sampled,
+    /// Full neighbourhoods batch by batch (`batch_size` targets each).
+    Batched,
+    /// The whole request's reach in one pass.
+    Stream(StreamReport),
 }
 
 impl Default for InferOptions {
     fn default() -> Self {
-        InferOptions { fanouts: None, batch_size: 1024, features: vec!["x".into()], seed: 0, workers: 2, prefetch: 2, reopen: None }
+        InferOptions { fanouts: None, batch_size: 1024, features: vec!["x".into()], seed: 0, workers: 2, prefetch: 2, reopen: None, stream_bytes: 512 << 20 }
     }
 }
 
@@ -81,6 +97,11 @@ pub fn check_features(store: &Store, model: &Model, features: &[String]) -> Resu
 /// one output row per node, in the order of `nodes`. `progress` is called
 /// with the number of nodes done after each batch.
 pub fn infer_nodes(store: Arc<Store>, model: &Model, nodes: &[u64], o: &InferOptions, progress: &mut dyn FnMut(usize)) -> Result<Tensor> {
+    Ok(infer_nodes_report(store, model, nodes, o, progress)?.0)
+}
+
+/// [`infer_nodes`], saying which path ran the request.
+pub fn infer_nodes_report(store: Arc<Store>, model: &Model, nodes: &[u64], o: &InferOptions, progress: &mut dyn FnMut(usize)) -> Result<(Tensor, RequestPath)> {
     check_features(&store, model, &o.features)?;
     if o.batch_size == 0 {
         return Err(RunnerError::Invalid("batch_size must be at least 1".into()));
@@ -103,10 +124,20 @@ pub fn infer_nodes(store: Arc<Store>, model: &Model, nodes: &[u64], o: &InferOpt
     let cols = model.output_cols();
     let mut out = Tensor::zeros(nodes.len(), cols);
     if nodes.is_empty() {
-        return Ok(out);
+        return Ok((out, RequestPath::Batched));
     }
     if o.fanouts.is_none() {
-        return infer_full(&store, model, nodes, o, fanouts.len(), weighted, progress);
+        if nodes.len() > o.batch_size
+            && o.stream_bytes > 0
+            && let Some(proj) = Projection::of(model)?
+            && let Some((rows, seeds, report)) = run_stream(&store, model, &proj, nodes, &o.features[0], weighted, o.stream_bytes)?
+        {
+            let sample = Sample { node: seeds, ..Sample::default() };
+            place(&mut out, 0, nodes, &sample, &rows, &mut HashMap::new())?;
+            progress(nodes.len());
+            return Ok((out, RequestPath::Stream(report)));
+        }
+        return Ok((infer_full(&store, model, nodes, o, fanouts.len(), weighted, progress)?, RequestPath::Batched));
     }
     let batches: Vec<Vec<u64>> = nodes.chunks(o.batch_size).map(<[u64]>::to_vec).collect();
     let opts = SampleOptions {
@@ -134,7 +165,7 @@ pub fn infer_nodes(store: Arc<Store>, model: &Model, nodes: &[u64], o: &InferOpt
     if done != nodes.len() {
         return Err(RunnerError::Invalid(format!("inference stopped after {done} of {} nodes", nodes.len())));
     }
-    Ok(out)
+    Ok((out, RequestPath::Sampled))
 }
 
 /// Copies each node of `batch` (output rows `done..`) from its seed's row of `rows`.

@@ -41,6 +41,7 @@ pub mod plugin;
 pub mod reach;
 pub mod registry;
 pub mod rowfile;
+pub mod stream;
 pub mod tensor;
 pub mod weights;
 pub mod whole;

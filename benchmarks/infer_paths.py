@@ -1,0 +1,75 @@
+"""Our request paths against each other (issue 29's profile): the same
+full-neighbourhood requests batch by batch (`stream_bytes=0`) and streamed
+(the reach read once, rows projected by the first layer as they arrive),
+alternating per request, in the same memory cgroup and with the page cache
+dropped before each, as `benchmarks/inference.py` runs its service (it
+reuses that service and the data it made; PyG is not run here).
+
+    .venv/bin/python benchmarks/infer_paths.py --dir /work/bench/infer-req-40m --sizes 64,1024 \\
+        --models gcn --requests 2 --mem-limit 1G --batch-size 16 --prefetch 1
+
+Per request: seconds, pages read, I/Os and MiB read (the store's counters),
+the path that ran, and for a streamed request its split (expand the reach:
+list reads; read and project the rows, with the degree reads beside them;
+run the model).
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from inference import MIB, Service, drop_caches  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", required=True, help="a directory benchmarks/inference.py made (g.sg, gcn/, sage/)")
+    ap.add_argument("--nodes", type=int, default=2_000_000)
+    ap.add_argument("--sizes", default="64,1024")
+    ap.add_argument("--models", default="gcn,sage")
+    ap.add_argument("--requests", type=int, default=2)
+    ap.add_argument("--mem-limit", type=MIB, default=1 << 30)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--prefetch", type=int, default=1)
+    ap.add_argument("--stream-bytes", default="0,512M", help="contenders: Graph.infer's stream_bytes values")
+    a = ap.parse_args()
+    dirp = Path(a.dir)
+    contenders = [MIB(v) for v in a.stream_bytes.split(",")]
+    service = Service(dirp / "g.sg", a.mem_limit, a.threads, a.batch_size, a.prefetch)
+    rng = np.random.default_rng(7)
+    try:
+        for name in a.models.split(","):
+            for k in [int(s) for s in a.sizes.split(",")]:
+                got = {c: [] for c in contenders}
+                for _ in range(a.requests):
+                    targets = rng.choice(a.nodes, k, replace=False)
+                    np.save(dirp / "paths-targets.npy", targets)
+                    outs = []
+                    for c in contenders:
+                        drop_caches()
+                        reply, out = service.infer(dirp / name, dirp / "paths-targets.npy", c)
+                        outs.append(out)
+                        got[c].append(reply)
+                        r = reply["request"]
+                        split = f" (expand / rows / model s: {' / '.join(f'{v:.2f}' for v in r['seconds'])}; reach {r['nodes']} nodes)" if r["path"] == "stream" else ""
+                        print(
+                            f"{name} k={k} stream_bytes={c}: {reply['seconds']:.2f} s, path {r['path']}, {reply['pages']} pages in {reply['ios']} I/Os, "
+                            f"{reply['bytes'] / 2**20:.0f} MiB{split}",
+                            flush=True,
+                        )
+                    for o in outs[1:]:
+                        err = float(np.abs(o - outs[0]).max() / max(np.abs(outs[0]).max(), 1e-30))
+                        assert err < 1e-4, err
+                med = {c: float(np.median([r["seconds"] for r in got[c]])) for c in contenders}
+                base = med[contenders[0]]
+                print(f"{name} k={k}: median s " + ", ".join(f"stream_bytes={c}: {m:.2f} ({base / m:.2f}x)" for c, m in med.items()), flush=True)
+    finally:
+        print(f"cgroup peak {service.close() / 2**20:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
