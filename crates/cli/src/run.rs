@@ -59,6 +59,10 @@ pub struct RunArgs {
     /// Page cache for the run.
     #[arg(long, default_value = "256MiB", value_parser = parse_size)]
     pub cache: u64,
+    /// Most memory the algorithm's per-vertex state may take; a larger
+    /// need is refused before anything is allocated (default: the machine's memory).
+    #[arg(long, value_parser = parse_size)]
+    pub state_budget: Option<u64>,
     /// Write `vertex value` lines here instead of standard output.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -94,6 +98,7 @@ pub fn run_cmd(a: RunArgs) -> CliResult {
 }
 
 fn run(a: RunArgs) -> CliResult {
+    eng::state::set_budget(a.state_budget.unwrap_or(0));
     let store = Store::open(&a.path, &OpenOptions { cache_bytes: a.cache, backend: backend_choice(a.backend), ..Default::default() })?;
     let n = store.num_nodes();
     let need_source = || a.source.ok_or("--source is required for this algorithm");
