@@ -324,6 +324,11 @@ impl<'a> Lists<'a> {
         self.store
     }
 
+    /// Whether reads go through the page cache (it holds the whole store).
+    pub fn cached(&self) -> bool {
+        self.cached
+    }
+
     /// What reading the frontier's lists costs, in sequential page reads,
     /// by the per-chunk dense/sparse choice `plan` makes.
     pub fn cost(&self, frontier: Frontier) -> f64 {

@@ -17,6 +17,10 @@
 //! values at its start and applied together, then its falls update
 //! neighbors' support on all cores; a vertex woken that the reader has not yet passed is
 //! computed in the same round. State: two u32 per vertex and three bitsets.
+//!
+//! With the whole store in the page cache a read costs no I/O, and the
+//! rounds' cost is the CPU of decoding lists and recomputing h-indices
+//! (hubs' in every round): then `peel` reads every list exactly once.
 
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
@@ -46,6 +50,11 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
         }
         Ok(progress("k-core", 0, n)?)
     })?;
+    if lists.cached() && n < u64::from(REMOVED) {
+        let core = peel(&lists, core, progress)?;
+        drop(lists);
+        return state::by_external(store, core, |x| x);
+    }
     // Every vertex with neighbors is computed once; vertices without are 0
     // already and never change. Until computed, support is an upper bound
     // (the degree), so it cannot underflow while neighbors fall.
@@ -122,6 +131,64 @@ pub fn kcore(store: &Store, progress: Progress) -> Result<Vec<u32>> {
     // Read buffers too: the reindex below holds two result arrays.
     drop((lists, active, next, done, support));
     state::by_external(store, core, |x| x)
+}
+
+/// Marks a vertex's value as final in `peel`: above every degree there.
+const REMOVED: u32 = 1 << 31;
+
+/// Batagelj-Zaversnik's peeling by levels, each level's vertices in rounds
+/// (as ParK and PKC run it in parallel): at level k every remaining vertex
+/// of degree <= k gets core k and its list is read once to lower its
+/// remaining neighbors' degrees; a neighbor that falls from k + 1 to k
+/// joins the next round of the same level. Every list is read exactly once
+/// (SemiCore* reads the store about five times and recomputes hubs' h-indices
+/// in every round), in selective batches: the store must be cached, which
+/// is when this runs. `deg` holds each vertex's distinct neighbors other
+/// than itself. State: a u32 per vertex for the degree (with `REMOVED` and
+/// then the core number), a u32 per vertex for the remaining ids, two
+/// bitsets.
+fn peel(lists: &Lists, deg: Vec<u32>, progress: Progress) -> Result<Vec<u32>> {
+    let n = deg.len() as u64;
+    // In place: the same allocation, as atomics.
+    let deg: Vec<AtomicU32> = deg.into_iter().map(AtomicU32::new).collect();
+    let mut remaining: Vec<u32> = (0..n as u32).into_par_iter().filter(|&v| deg[v as usize].load(Relaxed) > 0).collect();
+    let zero = n - remaining.len() as u64;
+    deg.par_iter().filter(|d| d.load(Relaxed) == 0).for_each(|d| d.store(REMOVED, Relaxed));
+    let (mut front, mut next) = (Bitset::new(n), Bitset::new(n));
+    let mut done = zero;
+    let mut k = 0u32;
+    while let Some(min) = remaining.par_iter().map(|&v| deg[v as usize].load(Relaxed)).min() {
+        k = k.max(min);
+        debug_assert!(k < REMOVED, "degrees stay below 2^31");
+        remaining.par_iter().filter(|&&v| deg[v as usize].load(Relaxed) <= k).for_each(|&v| front.insert(u64::from(v)));
+        while !front.is_empty() {
+            lists.try_batches(Frontier::Set(&front), |b| {
+                for i in 0..b.len() {
+                    deg[b.get(i).0 as usize].store(k | REMOVED, Relaxed);
+                }
+                let next = &next;
+                (0..b.len()).into_par_iter().with_min_len(64).for_each_init(Vec::new, |tmp, i| {
+                    let (v, list, _) = b.get(i);
+                    let s = sorted(list, tmp);
+                    for (i, u) in distinct(v, s) {
+                        prefetch(&deg, s, i + AHEAD);
+                        let d = &deg[u as usize];
+                        // Exactly one decrement passes k + 1: it wakes u.
+                        if d.load(Relaxed) & REMOVED == 0 && d.fetch_sub(1, Relaxed) == k + 1 {
+                            next.insert(u);
+                        }
+                    }
+                });
+                done += b.len() as u64;
+                Ok(progress("k-core", done, n)?)
+            })?;
+            std::mem::swap(&mut front, &mut next);
+            next.clear();
+        }
+        remaining = remaining.into_par_iter().filter(|&v| deg[v as usize].load(Relaxed) & REMOVED == 0).collect();
+    }
+    assert_eq!(done, n, "peeling settles every vertex once");
+    Ok(deg.into_iter().map(|d| d.into_inner() & !REMOVED).collect())
 }
 
 /// `f(scratch, v, list, tmp)` for every vertex of a batch on all cores, in
