@@ -6,8 +6,12 @@
 # building its CSR (from the same text, `-s`, and from its own generator,
 # `-g`), alternating contenders round by round. Every contender reads its
 # input from the page cache (read once before each run); times are wall
-# clock of the whole process, peak RSS from /usr/bin/time. The old and new
-# stores are compared byte for byte.
+# clock of the whole process, peak RSS and CPU seconds (user + system) from
+# /usr/bin/time; cores = CPU seconds / wall seconds (out of the machine's
+# cores: on a loaded machine the CPU-normalised rate, input edges per CPU
+# second, is the fairer figure). Our imports' `--json` lines (per-phase
+# wall and CPU seconds) are kept in DIR/json.log. The old and new stores
+# are compared byte for byte.
 #
 #   benchmarks/import_speed.sh --old /tmp/solidgraph-old [--scale 22] [--rounds 2]
 #       [--dir /work/bench/import] [--budget 1GiB] [--no-text] [--gapbs ../shared/peers/gapbs]
@@ -43,17 +47,19 @@ if [ ! -x "$dir/gapbs/converter" ]; then
   rm -rf "$dir/gapbs" && cp -r "$gapbs" "$dir/gapbs" && make -s -C "$dir/gapbs" converter >/dev/null
 fi
 edges=$((16 << scale))
-flags=(--undirected --dedup --order degree --lower-lists --num-nodes $((1 << scale)) --memory-budget "$budget")
+flags=(--undirected --dedup --order degree --lower-lists --num-nodes $((1 << scale)) --memory-budget "$budget" --json)
 results=$dir/results.tsv
 : > "$results"
+: > "$dir/json.log"
 # One run: name, input file, command...; appends "name seconds rss_kib".
 run() {
   local name=$1 input=$2; shift 2
   rm -rf "$dir/out.sg" "$dir/out.gapbs"
   cat "$input" > /dev/null
-  /usr/bin/time -f "%e %M" -o "$dir/time.txt" "$@" > "$dir/last.log" 2>&1 || { cat "$dir/last.log" >&2; exit 1; }
-  read -r secs rss < "$dir/time.txt"
-  printf '%s\t%s\t%s\n' "$name" "$secs" "$rss" | tee -a "$results"
+  /usr/bin/time -f "%e %M %U %S" -o "$dir/time.txt" "$@" > "$dir/last.log" 2>&1 || { cat "$dir/last.log" >&2; exit 1; }
+  read -r secs rss user sys < "$dir/time.txt"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$secs" "$rss" "$(echo "$user + $sys" | bc)" | tee -a "$results"
+  case "$name" in new*|old*) printf '%s\t%s\n' "$name" "$(tail -1 "$dir/last.log")" >> "$dir/json.log" ;; esac
   if [ "$name" = "new npy" ]; then rm -rf "$dir/new.sg"; mv "$dir/out.sg" "$dir/new.sg"; fi
   if [ "$name" = "old npy" ] && [ -d "$dir/new.sg" ]; then
     # Binaries that lay out a different number of vertex ranges write
@@ -78,13 +84,15 @@ import sys, statistics
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
 edges = int(sys.argv[2])
 by = {}
-for name, secs, rss in rows:
-    by.setdefault(name, []).append((float(secs), int(rss)))
-base = statistics.median(s for s, _ in by["new npy"])
+for name, secs, rss, cpu in rows:
+    by.setdefault(name, []).append((float(secs), int(rss), float(cpu)))
+base = statistics.median(r[0] for r in by["new npy"])
 print(f"\n{edges:,} input edges; median of rounds; ratio = contender seconds / new npy seconds")
-print(f"{'contender':<16} {'seconds':>24} {'M input edges/s':>16} {'ratio':>6} {'peak RSS MiB':>13}")
+print(f"{'contender':<16} {'seconds':>20} {'M edges/s':>10} {'ratio':>6} {'CPU s':>7} {'cores':>6} {'M edges/CPU-s':>14} {'RSS MiB':>8}")
 for name, runs in by.items():
-    med = statistics.median(s for s, _ in runs)
-    secs = " / ".join(f"{s:.1f}" for s, _ in runs)
-    print(f"{name:<16} {secs:>24} {edges / med / 1e6:>16.2f} {med / base:>6.2f} {max(r for _, r in runs) / 1024:>13.0f}")
+    med = statistics.median(r[0] for r in runs)
+    cpu = statistics.median(r[2] for r in runs)
+    secs = " / ".join(f"{r[0]:.1f}" for r in runs)
+    cores = statistics.median(r[2] / r[0] for r in runs)
+    print(f"{name:<16} {secs:>20} {edges / med / 1e6:>10.2f} {med / base:>6.2f} {cpu:>7.1f} {cores:>6.2f} {edges / cpu / 1e6:>14.2f} {max(r[1] for r in runs) / 1024:>8.0f}")
 EOF
