@@ -83,29 +83,44 @@ async fn call(h2: &mut h2::client::SendRequest<Bytes>, calls: &Calls, body: Byte
     if reply.status() != http::StatusCode::OK {
         return Err(format!("HTTP status {}", reply.status()).into());
     }
+    // A refusal comes as gRPC's Trailers-Only reply: the status in the headers.
+    status(reply.headers())?;
     let mut body = reply.into_body();
     let mut bytes = 0usize;
-    let mut first = None;
+    // The message's prefix, however the data frames split it.
+    let mut prefix = [0u8; 5];
     while let Some(data) = body.data().await {
         let data = data?;
-        if first.is_none() && data.len() >= 5 {
-            first = Some(u32::from_be_bytes([data[1], data[2], data[3], data[4]]) as usize);
+        if bytes < prefix.len() {
+            let n = (prefix.len() - bytes).min(data.len());
+            prefix[bytes..bytes + n].copy_from_slice(&data[..n]);
         }
         bytes += data.len();
         body.flow_control().release_capacity(data.len())?;
     }
     let trailers = body.trailers().await?.ok_or("a reply without trailers")?;
-    let status = trailers.get("grpc-status").ok_or("a reply without grpc-status")?;
-    if status != "0" {
-        let msg = trailers.get("grpc-message").map(|m| String::from_utf8_lossy(m.as_bytes()).into_owned()).unwrap_or_default();
-        return Err(format!("grpc-status {status:?}: {msg}").into());
+    if !status(&trailers)? {
+        return Err("a reply without grpc-status".into());
     }
     // Neighbors answers in one message when the list is small: its prefix
     // must declare the rest of the body.
-    match first {
-        Some(len) if len + 5 == bytes => Ok(bytes),
-        _ => Err(format!("a reply of {bytes} bytes is not one gRPC message (prefix says {first:?})").into()),
+    let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+    if bytes < prefix.len() || prefix[0] != 0 || len + prefix.len() != bytes {
+        return Err(format!("a reply of {bytes} bytes is not one uncompressed gRPC message (its prefix: {prefix:?})").into());
     }
+    Ok(bytes)
+}
+
+/// Whether `h` holds a grpc-status; an error if it is not OK.
+fn status(h: &HeaderMap) -> Result<bool, Error> {
+    let Some(status) = h.get("grpc-status") else {
+        return Ok(false);
+    };
+    if status != "0" {
+        let msg = h.get("grpc-message").map(|m| String::from_utf8_lossy(m.as_bytes()).into_owned()).unwrap_or_default();
+        return Err(format!("grpc-status {status:?}: {msg}").into());
+    }
+    Ok(true)
 }
 
 /// One client's calls until `until`: each call's latency in microseconds.
