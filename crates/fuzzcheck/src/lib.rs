@@ -85,7 +85,7 @@ pub fn tensor_npy(data: &[u8]) {
     let dir = scratch();
     let npy = dir.join("t.npy");
     std::fs::write(&npy, data).expect("write scratch");
-    if pick(data) % IMPORTED == 0 {
+    if pick(data).is_multiple_of(IMPORTED) {
         return tensor_npy_import(&dir, &npy);
     }
     let Ok(h) = import::npy::read_header(&npy) else { return };

@@ -137,3 +137,37 @@ fn over_budget(target: &str, name: &str) {
 fn page_superblock_allocation_past_the_budget() {
     over_budget("page", "oom-6354edd95cf0c0738de449335e2709c651971a59");
 }
+
+/// Opens the image `target` makes of input `name`; `verify` must report
+/// the damage as corruption (it aborted on an allocation sized by it).
+fn verify_refuses(target: &str, name: &str, what: &str) {
+    let data = input(target, name);
+    let image = match target {
+        "store_bytes" => solidgraph_fuzzcheck::store_bytes_image(&data),
+        _ => solidgraph_fuzzcheck::page_image(&data),
+    };
+    let s = solidgraph_fuzzcheck::open_image(image.expect("a whole input")).expect("the damaged store opens");
+    match s.verify(&mut |_, _| {}) {
+        Err(StoreError::Corrupt { reason, .. }) => assert!(reason.contains(what), "{name}: {reason}"),
+        other => panic!("{name}: {other:?}"),
+    }
+    replay(target, name);
+}
+
+/// Out of memory in verify (found 2026-11-26, `-s none -O page`, 43K
+/// executions in): a damaged superblock region's page count reaching past
+/// the store made `space::pages_in_use` list every page of it (a 436 PB
+/// vector). A region past the store now adds one page past the end, which
+/// verify reports.
+#[test]
+fn page_region_past_the_store_listed_page_by_page() {
+    verify_refuses("page", "crash-3d75d181e27afd4b5734eb4dc3ed84b4ba396b7e", "region");
+}
+
+/// Out of memory in verify (found 2026-11-26, `-s none -O store_bytes`):
+/// a damaged vertex count sized the lower lists' degree array (260 GB);
+/// verify now refuses a count whose 4 B a vertex cannot lie in the store.
+#[test]
+fn store_bytes_vertex_count_sized_the_degree_check() {
+    verify_refuses("store_bytes", "crash-63cb7f94df2631967513733bb4a4c686ee1c8c0b", "degrees cannot lie");
+}

@@ -25,7 +25,7 @@ pub(crate) fn pages_in_use(base: &Base) -> Vec<u64> {
     let mut used = vec![0, 1];
     for (meta, gtt) in [(Some(sb.out), Some(&base.out)), (sb.inn, base.inn.as_ref()), (sb.lower.map(|l| l.dir), base.lower.as_ref())] {
         if let (Some(m), Some(g)) = (meta, gtt) {
-            used.extend(m.gtt_start..m.gtt_start + m.gtt_pages + m.bitmap_pages);
+            push_range(&mut used, m.gtt_start, m.gtt_pages.saturating_add(m.bitmap_pages), sb.total_pages);
             used.extend((0..g.len()).map(|i| g.page(i)));
         }
     }
@@ -35,9 +35,20 @@ pub(crate) fn pages_in_use(base: &Base) -> Vec<u64> {
     // Pages past the import's region exist only in the map.
     used.extend(base.tensor_map.iter().filter(|((ti, k), _)| *k >= sb.tensors[*ti as usize].pages).map(|(_, &p)| p));
     for t in [sb.tensor_map, sb.tombstones, sb.hot, sb.order, sb.lower.map_or_else(Default::default, |l| l.degrees)] {
-        used.extend(t.start..t.start + t.pages);
+        push_range(&mut used, t.start, t.pages, sb.total_pages);
     }
     used
+}
+
+/// Pages `start..start + pages`. A region reaching past the store's
+/// `total` pages (damage) adds only one page at or past the end, which
+/// verify reports, never a count sized by damaged bytes.
+fn push_range(used: &mut Vec<u64>, start: u64, pages: u64, total: u64) {
+    match start.checked_add(pages) {
+        _ if pages == 0 => {}
+        Some(end) if end <= total => used.extend(start..end),
+        _ => used.push(start.max(total)),
+    }
 }
 
 impl Space {

@@ -56,6 +56,11 @@ pub(crate) fn verify(vol: &Volume, base: &Base, path: &Path, progress: &mut dyn 
     }
     let dirs = [Some((Direction::Out, sb.out)), sb.inn.map(|d| (Direction::In, d)), sb.lower.map(|l| (Direction::Lower, l.dir))];
     // The lower lists' degree table must hold the out-lists' lengths.
+    // Its 4 B a vertex lie in the store: a damaged vertex count must not
+    // size the array past the store's bytes.
+    if let Some(l) = sb.lower.filter(|_| sb.num_nodes.saturating_mul(4) > total.saturating_mul(sb.page_size as u64)) {
+        return Err(corrupt(l.degrees.start, format!("{} vertices' degrees cannot lie in the store's {total} pages", sb.num_nodes)));
+    }
     let mut out_degrees = sb.lower.map(|_| vec![0u32; sb.num_nodes as usize]);
     for (dir, meta) in dirs.into_iter().flatten() {
         let gtt = base.gtt(dir)?;
