@@ -31,8 +31,11 @@ use crate::registry::Registry;
 use crate::tensor::Tensor;
 use crate::weights::Weight;
 
-/// Rows read per chunk at most (32 MiB of 512-float rows): deep, merged reads.
-const MAX_CHUNK_ROWS: usize = 16384;
+/// Rows read per chunk at most (8 MiB of 512-float rows), and chunks read
+/// at once: one gather keeps at most the volume's in-flight cap of I/Os
+/// and waits for its slowest, so several keep the device's queue full.
+const MAX_CHUNK_ROWS: usize = 4096;
+const READERS: usize = 4;
 /// A degree part's lists: at most this many vertices or 4 KiB pages per read.
 const PART_VERTICES: usize = 16384;
 const PART_PAGES: usize = 4096;
@@ -308,8 +311,8 @@ fn degree(v: u64, list: &[u64], w: Option<&[f32]>, loops: SelfLoops) -> f32 {
 }
 
 /// The projected rows of every node (local order), read in store order in
-/// chunks of `chunk` rows on a second thread while this one projects the
-/// last chunk.
+/// chunks of `chunk` rows by `READERS` threads while this one projects the
+/// chunks as they arrive.
 /// An input read only for its first `limits[k]` rows (a `slice_dst`'s
 /// destinations) is written only there: its other rows stay zero pages,
 /// never touched, so never resident.
@@ -318,21 +321,30 @@ fn project_rows(store: &Store, proj: &Projection, ids: &[u64], feature: &str, ch
     let mut outs: Vec<Tensor> = proj.inputs.iter().map(|p| Tensor::zeros(m, p.cols)).collect();
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_unstable_by_key(|&i| ids[i]);
+    let parts: Vec<&[usize]> = order.chunks(chunk).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| -> Result<()> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let order = &order;
-        s.spawn(move || {
-            for part in order.chunks(chunk) {
-                let want: Vec<u64> = part.iter().map(|&i| ids[i]).collect();
-                let rows = store.tensor(feature, &want);
-                let failed = rows.is_err();
-                if tx.send(rows).is_err() || failed {
-                    break;
+        let (tx, rx) = std::sync::mpsc::sync_channel(READERS);
+        for _ in 0..READERS.min(parts.len()) {
+            let (tx, next, parts) = (tx.clone(), &next, &parts);
+            s.spawn(move || {
+                loop {
+                    let p = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(part) = parts.get(p) else { break };
+                    let want: Vec<u64> = part.iter().map(|&i| ids[i]).collect();
+                    let rows = store.tensor(feature, &want);
+                    let failed = rows.is_err();
+                    if tx.send((p, rows)).is_err() || failed {
+                        break;
+                    }
                 }
-            }
-        });
-        for part in order.chunks(chunk) {
-            let rows = rx.recv().map_err(|_| RunnerError::Invalid("the reach's rows were not read".into()))?.map_err(EngineError::from)?;
+            });
+        }
+        drop(tx);
+        for _ in 0..parts.len() {
+            let (p, rows) = rx.recv().map_err(|_| RunnerError::Invalid("the reach's rows were not read".into()))?;
+            let rows = rows.map_err(EngineError::from)?;
+            let part = parts[p];
             let x = Tensor::from_rows(feature, &rows)?;
             if x.rows != part.len() || x.cols != proj.stacked.cols {
                 return Err(RunnerError::Input {
