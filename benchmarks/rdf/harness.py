@@ -44,7 +44,11 @@ sys.path.insert(0, HERE)
 
 import queries  # noqa: E402
 
-ENGINES = {"oxigraph": "pyoxigraph", "solidgraph": "solidgraph.rdf"}
+# "before": SolidGraph from another build's package directory (--before
+# DIR, put first on the worker's PYTHONPATH), e.g. the commit before a change.
+ENGINES = {"oxigraph": "pyoxigraph", "solidgraph": "solidgraph.rdf", "before": "solidgraph.rdf"}
+SOLIDGRAPH = ("solidgraph", "before")
+BEFORE_DIR = ""
 CGROUP_ROOT = "/sys/fs/cgroup/memory"
 # SolidGraph's page cache, MiB (--cache-mib; default a quarter of the
 # memory limit: the rest holds its term dictionary's cache (32 MiB by
@@ -96,7 +100,7 @@ def run_query(store, name: str) -> tuple[float, object]:
 
 
 def open_store(m, a):
-    if a.engine == "solidgraph" and a.cache_mib:
+    if a.engine in SOLIDGRAPH and a.cache_mib:
         return m.Store(a.store, cache_bytes=a.cache_mib << 20)
     return m.Store(a.store)
 
@@ -108,7 +112,7 @@ def worker(a) -> None:
     if a.task == "load":
         t = time.perf_counter()
         store = open_store(m, a)
-        kw = {"memory_budget": a.load_budget_mib << 20} if a.engine == "solidgraph" and a.load_budget_mib else {}
+        kw = {"memory_budget": a.load_budget_mib << 20} if a.engine in SOLIDGRAPH and a.load_budget_mib else {}
         store.bulk_load(path=a.file, format=m.RdfFormat.N_TRIPLES, **kw)
         n = len(store)
         del store
@@ -214,8 +218,11 @@ def spawn(engine: str, task: str, cg: Cgroup, **kw) -> dict:
         cmd += ["--cgroup", cg.name]
     for k, v in kw.items():
         cmd += [f"--{k.replace('_', '-')}", str(v)]
+    env = None
+    if engine == "before":
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(x for x in (BEFORE_DIR, os.environ.get("PYTHONPATH")) if x))
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, env=env)
     except subprocess.TimeoutExpired:
         raise Failed(f"{engine} {task}: no answer in {TIMEOUT} s") from None
     if p.returncode == -9:
@@ -251,12 +258,13 @@ def driver(a) -> int:
     import lubm
 
     os.makedirs(a.dir, exist_ok=True)
-    data = os.path.join(a.dir, f"lubm{a.scale}.nt")
+    data = os.path.join(a.dir, f"lubm{a.scale}{'v' if a.values else ''}.nt")
     if not os.path.exists(data):
         t = time.perf_counter()
-        lubm.main(["--scale", str(a.scale), "--out", data])
+        lubm.main(["--scale", str(a.scale), "--out", data] + (["--values"] if a.values else []))
         log(f"generated {data} in {time.perf_counter() - t:.1f} s")
-    global CACHE_MIB, TIMEOUT, WARM_CODE
+    global CACHE_MIB, TIMEOUT, WARM_CODE, BEFORE_DIR
+    BEFORE_DIR = os.path.abspath(a.before) if a.before else ""
     TIMEOUT = a.timeout
     WARM_CODE = a.warm_code
     CACHE_MIB = a.cache_mib if a.cache_mib is not None else a.mem_mib // 4
@@ -264,7 +272,7 @@ def driver(a) -> int:
     limit = a.mem_mib << 20 if a.mem_mib else None
     load_limit = a.load_mem_mib << 20 if a.load_mem_mib else None
     root = os.geteuid() == 0
-    names = [n for n in (a.queries.split(",") if a.queries else queries.QUERIES)]
+    names = [n for n in (a.queries.split(",") if a.queries else queries.QUERIES) if a.values or queries.QUERIES[n][0] != "filter"]
     report: dict = {"scale": a.scale, "data": data, "data_bytes": os.path.getsize(data), "mem_limit": limit,
                     "load_mem_limit": load_limit, "root": root, "load": {}, "cold": {}, "warm": {}, "throughput": {}, "failed": {}}
     if not root:
@@ -376,20 +384,24 @@ def summarize(rep: dict, engines: list[str], names: list[str]) -> None:
         if not rep[mode]:
             continue
         p(f"\n## Queries, {mode} (median of rounds, ms; geometric means over the queries every contender finished)")
+        # Three or more contenders: each other one's time over SolidGraph's.
+        others = [e for e in engines if e != "solidgraph"] if len(engines) > 2 and "solidgraph" in engines else []
         p(f"{'query':16s}" + "".join(f"{e:>13s}" for e in engines) + ("       ratio" if len(engines) == 2 else "")
-          + "  answer")
+          + "".join(f"{e + '/sg':>14s}" for e in others) + "  answer")
         med = {e: {n: sorted(v)[len(v) // 2] for n, v in rep[mode].get(e, {}).items()} for e in engines}
         for n in names:
             row = f"{n:16s}" + "".join(f"{med[e].get(n, float('nan')) * 1e3:13.2f}" for e in engines)
             if len(engines) == 2 and n in med[engines[0]] and n in med[engines[1]]:
                 row += f"{ratio(med, engines, n):12.2f}"
+            row += "".join(f"{med[e].get(n, float('nan')) / med['solidgraph'].get(n, float('nan')):14.2f}" for e in others)
             p(row + f"  {rep['answers'].get(n)}")
-        for kind in ("lubm", "path", None):
+        for kind in ("lubm", "path", "filter", None):
             sel = [n for n in names if (kind is None or queries.QUERIES[n][0] == kind) and all(n in med[e] for e in engines)]
             gm = {e: gmean([med[e][n] for n in sel if n in med[e]]) for e in engines}
             row = f"{'geomean ' + (kind or 'all'):16s}" + "".join(f"{gm[e] * 1e3:13.2f}" for e in engines)
             if len(engines) == 2:
                 row += f"{gm[engines[0]] / gm[engines[1]]:12.2f}"
+            row += "".join(f"{gm[e] / gm['solidgraph']:14.2f}" for e in others)
             p(row)
     if rep.get("peak_rss"):
         p("\n## Peak RSS of a worker process, MiB (largest over the run, per task)")
@@ -462,6 +474,9 @@ def main() -> int:
     ap.add_argument("--timeout", type=int, default=600, help="seconds per worker before it counts as failed")
     ap.add_argument("--reload", action="store_true", help="load again even if a store exists")
     ap.add_argument("--json", help="also write the report as JSON here")
+    ap.add_argument("--values", action="store_true",
+                    help="data with typed values (lubm.py --values, file lubm<scale>v.nt) and the filter queries")
+    ap.add_argument("--before", help="package directory of another SolidGraph build, run as engine 'before'")
     return driver(ap.parse_args())
 
 

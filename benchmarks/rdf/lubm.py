@@ -11,7 +11,13 @@ heads each department. Terms use UBA's IRIs (http://www.Department0.
 University0.edu/FullProfessor0, the univ-bench ontology's ub: names), so
 the LUBM queries run as written. It adds one thing UBA lacks: a foaf:knows
 social graph among the people of each university (2-5 links out per
-person, within the university), for the knows+ path queries.
+person, within the university), for the knows+ path queries. With
+--values it also writes typed values for the FILTER queries (kind
+"filter" in queries.py): per person ub:age (xsd:integer, one in fifty
+written non-canonically, "042"), ub:fullTime (xsd:boolean) and ub:hired
+(xsd:date); per course ub:credits; per publication ub:publicationDate.
+They come from a random stream of their own, so the other triples are
+the same with or without them.
 
 Deterministic: university u is drawn from random.Random(seed * 1_000_003
 + u) alone, so a file depends only on (scale, seed) and universities can be
@@ -53,13 +59,18 @@ def lit(value: str) -> str:
     return '"' + value + '"'
 
 
+def typed(value: str, xsd_type: str) -> str:
+    return f'"{value}"^^<http://www.w3.org/2001/XMLSchema#{xsd_type}>'
+
+
 class University:
     """Writes one university's triples to a list of lines."""
 
-    def __init__(self, u: int, scale: int, seed: int):
+    def __init__(self, u: int, scale: int, seed: int, values: bool = False):
         self.u = u
         self.scale = scale
         self.rng = random.Random(seed * 1_000_003 + u)
+        self.vrng = random.Random(seed * 1_000_003 + u + (1 << 40)) if values else None
         self.out: list[str] = []
         self.people: list[str] = []
 
@@ -79,6 +90,17 @@ class University:
         self.t(iri, ub("emailAddress"), lit(f"{name}@{dept_host}"))
         self.t(iri, ub("telephone"), lit(f"xxx-xxx-{self.rng.randrange(10000):04d}"))
         self.people.append(iri)
+        if v := self.vrng:
+            age = v.randint(18, 70)
+            self.t(iri, ub("age"), typed(f"0{age}" if v.random() < 0.02 else str(age), "integer"))
+            self.t(iri, ub("fullTime"), typed("true" if v.random() < 0.7 else "false", "boolean"))
+            self.t(iri, ub("hired"), typed(f"{v.randint(1980, 2024)}-{v.randint(1, 12):02d}-{v.randint(1, 28):02d}", "date"))
+
+    def value(self, s: str, p: str, lo: int, hi: int, kind: str) -> None:
+        """A typed value for `s` (with --values): an integer or a date in a year lo..hi."""
+        if v := self.vrng:
+            x = str(v.randint(lo, hi)) if kind == "integer" else f"{v.randint(lo, hi)}-{v.randint(1, 12):02d}-{v.randint(1, 28):02d}"
+            self.t(s, ub(p), typed(x, kind))
 
     def generate(self) -> list[str]:
         r = self.rng
@@ -121,6 +143,7 @@ class University:
                     courses.append(c)
                     self.t(c, RDF_TYPE, ub("Course"))
                     self.t(c, ub("name"), lit(f"Course{len(courses) - 1}"))
+                    self.value(c, "credits", 1, 10, "integer")
                     self.t(iri, ub("teacherOf"), c)
                 if cls != "Lecturer":
                     for _ in range(r.randint(1, 2)):
@@ -141,6 +164,7 @@ class University:
                 self.t(p, RDF_TYPE, ub("Publication"))
                 self.t(p, ub("name"), lit(f"Publication{k}"))
                 self.t(p, ub("publicationAuthor"), iri)
+                self.value(p, "publicationDate", 1990, 2024, "date")
                 pubs.append(p)
 
         nfac = len(faculty)
@@ -185,12 +209,12 @@ class University:
                     self.t(p, FOAF_KNOWS, q)
 
 
-def generate(scale: int, seed: int, out) -> int:
+def generate(scale: int, seed: int, out, values: bool = False) -> int:
     """Writes universities 0..scale-1 to the text file `out`; returns the triple count."""
     assert 1 <= scale <= 100_000, "scale is the number of universities, 1..100000"
     n = 0
     for u in range(scale):
-        lines = University(u, scale, seed).generate()
+        lines = University(u, scale, seed, values).generate()
         out.write("".join(lines))
         n += len(lines)
     return n
@@ -201,12 +225,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale", type=int, default=1, help="universities (LUBM(N)); default 1")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True, help="N-Triples file to write")
+    ap.add_argument("--values", action="store_true", help="also typed values (integers, booleans, dates) for the filter queries")
     a = ap.parse_args(argv)
     if not 1 <= a.scale <= 100_000:
         ap.error("--scale is 1..100000")
     tmp = a.out + ".part"
     with open(tmp, "w", encoding="utf-8", buffering=1 << 20) as f:
-        n = generate(a.scale, a.seed, f)
+        n = generate(a.scale, a.seed, f, a.values)
     os.replace(tmp, a.out)
     print(f"{a.out}: {n} triples, {os.path.getsize(a.out)} bytes", file=sys.stderr)
     return 0

@@ -6,6 +6,9 @@ add is spelled out: subclasses as VALUES or UNION, worksFor as a
 subproperty of memberOf, hasAlumnus as the inverse of the degreeFrom
 properties, subOrganizationOf's transitivity as a `+` path. "path" queries
 are chains of dependent lookups: transitive closures and sequence paths.
+"filter" queries (numeric ranges, ORDER BY on integers, date comparisons,
+a constant value) need the typed values of `lubm.py --values`
+(`harness.py --values`); other runs leave them out.
 Each query's result is counted by the harness (rows, or the boolean), so
 every contender's answer is checked against the others'.
 """
@@ -16,6 +19,7 @@ PREFIX = (
     "PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>\n"
     "PREFIX ub: <http://swat.cse.lehigh.edu/onto/univ-bench.owl#>\n"
     "PREFIX foaf: <http://xmlns.com/foaf/0.1/>\n"
+    "PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n"
 )
 
 D0 = "<http://www.Department0.University0.edu>"
@@ -75,6 +79,20 @@ QUERIES: dict[str, tuple[str, str]] = {
     "P8_reach_ask": ("path", """ASK {
   <http://www.Department0.University0.edu/UndergraduateStudent0> foaf:knows+
     <http://www.Department1.University0.edu/FullProfessor0> }"""),
+    # Filters on typed values (lubm.py --values).
+    "F1_age_range": ("filter", """SELECT (COUNT(*) AS ?n) WHERE {
+  ?X ub:age ?a FILTER(?a >= 30 && ?a < 40) }"""),
+    "F2_oldest": ("filter", """SELECT ?a WHERE {
+  ?X ub:age ?a FILTER(?a > 60) } ORDER BY DESC(?a) LIMIT 100"""),
+    "F3_pubs_2020": ("filter", """SELECT ?P WHERE {
+  ?P ub:publicationDate ?d FILTER(?d >= "2020-01-01"^^xsd:date && ?d < "2020-07-01"^^xsd:date) }"""),
+    "F4_avg_age_full_time": ("filter", """SELECT (AVG(?a) AS ?m) (MAX(?a) AS ?x) WHERE {
+  ?X ub:fullTime true ; ub:age ?a }"""),
+    "F5_credits_order": ("filter", """SELECT ?n WHERE {
+  ?C ub:credits ?n FILTER(?n > 2) } ORDER BY ?n LIMIT 1000"""),
+    "F6_hired_before": ("filter", """SELECT (COUNT(*) AS ?n) WHERE {
+  ?X ub:hired ?h ; ub:age ?a FILTER(?h < "2000-01-01"^^xsd:date && ?a * 2 > 100) }"""),
+    "F7_age_42": ("filter", """SELECT ?X WHERE { ?X ub:age 42 }"""),
 }
 
 

@@ -4,6 +4,11 @@
 //! per-query side table, with the top bit set so they never equal a
 //! dictionary id (and match no stored quad).
 //!
+//! Canonical integer, boolean, date and dateTime literals are inlined
+//! values (inline.rs): stored quads hold their term ids, which list reads
+//! turn into inlined ids in batches (and constants back), so FILTER and
+//! ORDER BY on them read no term.
+//!
 //! Result terms of a SELECT are decoded in batches: spareval asks for one
 //! term at a time (`externalize_term`), so in that mode it gets a
 //! placeholder IRI naming the id, and the query's row iterator replaces the
@@ -21,6 +26,7 @@ use std::time::Duration;
 
 use crate::dict::Dict;
 use crate::error::{RdfError, Result};
+use crate::inline;
 use crate::path::{Eval, Path, Rewritten};
 use crate::state::{GraphSel, Snapshot};
 use crate::term;
@@ -83,8 +89,24 @@ impl QueryData {
         if [s, p, o, graph.flatten()].into_iter().flatten().any(|&x| x & SIDE != 0) {
             return Ok(Vec::new());
         }
-        let found = self.snap.find(s.copied(), p.copied(), o.copied(), sel)?;
+        let (Some(s), Some(o)) = (self.stored(s.copied()), self.stored(o.copied())) else { return Ok(Vec::new()) };
+        let mut found = self.snap.find(s, p.copied(), o, sel)?;
+        let mut ends: Vec<u64> = found.iter().flat_map(|q| [q[0], q[2]]).collect();
+        solidgraph_store_read(&self.dict).to_query_ids(&mut ends);
+        for (q, e) in found.iter_mut().zip(ends.chunks_exact(2)) {
+            (q[0], q[2]) = (e[0], e[1]);
+        }
         Ok(found.into_iter().map(|[s, p, o, g]| InternalQuad { subject: s, predicate: p, object: o, graph_name: (g != 0).then_some(g) }).collect())
+    }
+
+    /// A pattern's subject or object as the stored quads hold it: an
+    /// inlined value's term id (`None`, matching nothing, when no stored
+    /// term has that value), other ids as they are.
+    fn stored(&self, x: Option<u64>) -> Option<Option<u64>> {
+        match x {
+            Some(v) if inline::is_inline(v) => Some(Some(solidgraph_store_read(&self.dict).id_of_inline(v)?)),
+            x => Some(x),
+        }
     }
 
     /// The quads (start, `p`, end, graph) of the path `p` stands for.
@@ -95,11 +117,15 @@ impl QueryData {
             Some(Some(&g)) => vec![(GraphSel::Named(g), Some(g))],
             None => self.snap.graphs()?.into_iter().map(|g| (GraphSel::Named(g), Some(g))).collect(),
         };
+        let (Some(s), Some(o)) = (self.stored(s), self.stored(o)) else { return Ok(Vec::new()) };
         let mut out = Vec::new();
         for (graph, name) in graphs {
             let eval = Eval { snap: &self.snap, graph, cancel: &self.cancel, timeout: self.timeout };
-            for (subject, object) in eval.pairs(path, s, o, *bag)? {
-                out.push(InternalQuad { subject, predicate: p, object, graph_name: name });
+            let pairs = eval.pairs(path, s, o, *bag)?;
+            let mut ends: Vec<u64> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
+            solidgraph_store_read(&self.dict).to_query_ids(&mut ends);
+            for e in ends.chunks_exact(2) {
+                out.push(InternalQuad { subject: e[0], predicate: p, object: e[1], graph_name: name });
             }
         }
         Ok(out)
@@ -123,8 +149,11 @@ impl QueryData {
         self.terms(&[id])?.pop().flatten().ok_or_else(|| RdfError::Evaluation(format!("no term with id {id}")))
     }
 
-    /// The id of `t`: its dictionary id, else a side id.
+    /// The id of `t`: its inlined id, else its dictionary id, else a side id.
     pub fn id(&self, t: &Term) -> Result<u64> {
+        if let Some(v) = inline::encode_term(t) {
+            return Ok(v);
+        }
         let b = term::to_bytes(t);
         if let Some(&id) = self.side.borrow().ids.get(&b) {
             return Ok(id);
@@ -152,6 +181,8 @@ fn decode(dict: &RwLock<Dict>, side: &RefCell<SideTable>, ids: &[u64]) -> Result
             if id & SIDE != 0 {
                 let t = side.terms.get((id & !SIDE) as usize).cloned();
                 out[i] = Some(t.ok_or_else(|| RdfError::Evaluation(format!("unknown side term {id}")))?);
+            } else if inline::is_inline(id) {
+                out[i] = Some(inline::canonical(id).ok_or_else(|| RdfError::Evaluation(format!("damaged inlined id {id:#x}")))?.into());
             } else {
                 dict_ids.push(id);
                 at.push(i);
@@ -243,7 +274,7 @@ impl QueryableDataset<'static> for QueryData {
     }
 
     fn contains_internal_graph_name(&self, g: &u64) -> Result<bool> {
-        if g & SIDE != 0 {
+        if g & SIDE != 0 || inline::is_inline(*g) {
             return Ok(false);
         }
         Ok(!self.snap.find(None, None, None, GraphSel::Named(*g))?.is_empty())
@@ -255,12 +286,23 @@ impl QueryableDataset<'static> for QueryData {
 
     fn externalize_term(&self, id: u64) -> Result<Term> {
         match &self.placeholders {
+            Some(_) if inline::is_inline(id) => self.term(id),
             Some(prefix) => Ok(Term::NamedNode(oxrdf::NamedNode::new_unchecked(format!("{prefix}{id:x}")))),
             None => self.term(id),
         }
     }
 
     fn externalize_expression_term(&self, id: u64) -> Result<ExpressionTerm> {
+        if inline::is_inline(id) {
+            return inline::decode(id).ok_or_else(|| RdfError::Evaluation(format!("damaged inlined id {id:#x}")));
+        }
         Ok(self.term(id)?.into())
+    }
+
+    fn internalize_expression_term(&self, term: ExpressionTerm) -> Result<u64> {
+        match inline::encode_expr(&term) {
+            Some(v) => Ok(v),
+            None => self.id(&term.into()),
+        }
     }
 }

@@ -26,6 +26,10 @@ pub struct Dict {
     /// `ends[i]`: end of term `on_disk + i + 1` in the arena.
     ends: Vec<u64>,
     map: FxHashMap<Box<[u8]>, u64>,
+    /// The inlined values among the terms in memory, both ways (the
+    /// file's are in its inline pages).
+    inline_of: FxHashMap<u64, u64>,
+    id_of: FxHashMap<u64, u64>,
 }
 
 impl Dict {
@@ -62,25 +66,32 @@ impl Dict {
     /// The ids of `terms`, adding the new ones (in memory), in one lookup.
     pub fn intern_many(&mut self, terms: &[&[u8]]) -> Result<Vec<u64>> {
         let found = self.get_many(terms)?;
-        Ok(terms.iter().zip(found).map(|(t, id)| id.unwrap_or_else(|| self.add(t))).collect())
+        Ok(terms.iter().zip(found).map(|(t, id)| id.unwrap_or_else(|| self.add(t, true))).collect())
     }
 
-    /// Adds a term known to be new (or repeated within a batch: the map catches that).
-    fn add(&mut self, bytes: &[u8]) -> u64 {
+    /// Adds a term known to be new (or repeated within a batch: the map
+    /// catches that); `inline`: records it if it is an inlined value (a
+    /// bulk load's dictionary does not: its writer does).
+    fn add(&mut self, bytes: &[u8], inline: bool) -> u64 {
         if let Some(&id) = self.map.get(bytes) {
             return id;
         }
         self.arena.extend_from_slice(bytes);
         self.ends.push(self.arena.len() as u64);
         let id = self.len();
+        assert!(id < crate::inline::INLINE, "term ids stay below the inlined ids' tag bit");
         self.map.insert(bytes.into(), id);
+        if let Some(v) = crate::inline::encode_bytes(bytes).filter(|_| inline) {
+            self.inline_of.insert(id, v);
+            self.id_of.insert(v, id);
+        }
         id
     }
 
     /// In a dictionary with no file (a bulk load's): the id of `bytes`, added if new.
     pub fn intern_mem(&mut self, bytes: &[u8]) -> u64 {
         debug_assert!(self.file.is_none());
-        self.add(bytes)
+        self.add(bytes, false)
     }
 
     fn mem_bytes(&self, id: u64) -> Option<&[u8]> {
@@ -108,7 +119,33 @@ impl Dict {
             return Ok(());
         }
         let file = self.file.as_ref().ok_or_else(|| RdfError::Evaluation(format!("no term with id {} in the dictionary", disk[0])))?;
+        file.count_reads(disk.len());
         file.terms(&disk, &mut |k, b| f(at[k], b))
+    }
+
+    /// Replaces each term id in `ids` that is an inlined value by its
+    /// inlined id (see inline.rs), with no term read; other ids stay.
+    pub fn to_query_ids(&self, ids: &mut [u64]) {
+        let file = self.file.as_deref().filter(|f| f.has_inline());
+        if file.is_none() && self.inline_of.is_empty() {
+            return;
+        }
+        for id in ids {
+            let v = if *id > self.on_disk { self.inline_of.get(id).copied() } else { file.and_then(|f| f.inline_of(*id)) };
+            if let Some(v) = v {
+                *id = v;
+            }
+        }
+    }
+
+    /// The term id of the inlined value `v`, `None` if no term has it.
+    pub fn id_of_inline(&self, v: u64) -> Option<u64> {
+        self.id_of.get(&v).copied().or_else(|| self.file.as_ref()?.id_of_inline(v))
+    }
+
+    /// Terms decoded (id -> term) from the file since it was opened.
+    pub fn term_reads(&self) -> u64 {
+        self.file.as_ref().map_or(0, |f| f.term_reads())
     }
 
     /// Writes every term to `path` (a new file, synced).
@@ -136,16 +173,22 @@ impl Dict {
     }
 }
 
-/// Converts a version 1 dictionary file (terms in blocks, read whole) to
-/// the paged format, in place: the new file is written beside it and
-/// renamed over it. Returns whether it converted anything.
+/// Converts a version 1 dictionary file (terms in blocks, read whole) or a
+/// version 2 one (paged, no inline pages) to the current format, in
+/// place: the new file is written beside it and renamed over it. Returns
+/// whether it converted anything.
 pub fn upgrade(path: &Path) -> Result<bool> {
-    if dictfile::version(path)? == dictfile::VERSION {
+    let v = dictfile::version(path)?;
+    if v == dictfile::VERSION {
         return Ok(false);
     }
-    let tmp = path.with_extension("v2.tmp");
+    let tmp = path.with_extension("v3.tmp");
     let mut w = DictWriter::create(&tmp)?;
-    read_v1(path, &mut |t| w.push(t).map(|_| ()))?;
+    if v == dictfile::VERSION_NO_INLINE {
+        DictFile::open_old(path, 8 << 20)?.scan(&mut |t| w.push(t).map(|_| ()))?;
+    } else {
+        read_v1(path, &mut |t| w.push(t).map(|_| ()))?;
+    }
     w.finish()?;
     std::fs::rename(&tmp, path).map_err(crate::error::io_err(path))?;
     Ok(true)

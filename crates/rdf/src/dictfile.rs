@@ -1,4 +1,4 @@
-//! The term dictionary's file, `dict.<gen>` (format version 2): 4 KiB
+//! The term dictionary's file, `dict.<gen>` (format version 3): 4 KiB
 //! pages read with direct I/O through the I/O layer's `Volume`, each page
 //! checksummed, so a store's dictionary costs memory in proportion to its
 //! pages' directory, not its terms.
@@ -12,7 +12,13 @@
 //!             (hash u64, id u64)* sorted, 255 a page
 //! then        directory pages: crc u32 | kind u8 | pad 3 | len u32 | pad 4 | bytes:
 //!             (first id u64, first page u64) per block, first hash u64 per hash page
+//! then        inline pages: crc u32 | kind u8 | pad 3 | count u32 | pad 4 |
+//!             (id u64, inlined id u64)* in id order, 255 a page: the terms
+//!             that are values inlined in query-time ids (inline.rs)
 //! ```
+//!
+//! Version 3 adds the inline pages; a version 2 file (no inline pages) is
+//! read only to convert it (`solidgraph rdf compact`).
 //!
 //! id -> term: the directory names the block; term -> id: the hash names
 //! the hash page(s), the candidates' terms are read and compared, so a hash
@@ -25,6 +31,7 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
@@ -34,10 +41,15 @@ use crate::error::{RdfError, Result, corrupt, io_err};
 
 pub const PAGE: usize = 4096;
 pub const MAGIC: &[u8; 8] = b"SGRDFDIC";
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
+/// The paged format before inline pages: read only to convert it.
+pub const VERSION_NO_INLINE: u32 = 2;
 const KIND_TERMS: u8 = 1;
 const KIND_HASH: u8 = 2;
 const KIND_DIR: u8 = 3;
+const KIND_INLINE: u8 = 4;
+/// Inlined terms a file may list (16 bytes each in memory when open).
+const MAX_INLINE: u64 = 1 << 28;
 const TERM_HEAD: usize = 24;
 const HASH_HEAD: usize = 16;
 const HASH_PER_PAGE: usize = (PAGE - HASH_HEAD) / 16;
@@ -101,6 +113,11 @@ pub struct DictWriter {
     /// Sorted runs of (hash, id) pairs written beside the file, merged at
     /// the end, so the writer's memory is bounded whatever the term count.
     runs: Runs,
+    /// (id, inlined id) of the inlined terms, in id order, written beside
+    /// the file (`<path>.inline.tmp`) and copied into its inline pages at
+    /// the end, so they cost the writer no memory.
+    inline: BufWriter<File>,
+    inline_count: u64,
 }
 
 /// Run files, removed when dropped (after the merge, or with a writer
@@ -129,7 +146,11 @@ impl DictWriter {
         let mut w = BufWriter::with_capacity(1 << 20, f);
         // The header is written last, over these zeros.
         w.write_all(&[0u8; PAGE]).map_err(io_err(path))?;
+        let ip = inline_path(path);
+        let inline = BufWriter::with_capacity(1 << 16, File::create(&ip).map_err(io_err(&ip))?);
         Ok(DictWriter {
+            inline,
+            inline_count: 0,
             w,
             path: path.to_path_buf(),
             next_page: 1,
@@ -140,7 +161,7 @@ impl DictWriter {
             blocks: Vec::new(),
             hashes: Vec::new(),
             run_pairs: ((hash_budget / 16) as usize).max(MIN_RUN_PAIRS),
-            runs: Runs::default(),
+            runs: Runs(vec![ip]),
         })
     }
 
@@ -152,11 +173,11 @@ impl DictWriter {
 
     /// Sorts the pairs held and writes them as the next run.
     fn spill_hashes(&mut self) -> Result<()> {
-        if self.runs.0.len() >= MAX_HASH_RUNS {
+        if self.runs.0.len() > MAX_HASH_RUNS {
             return Err(RdfError::Invalid(format!("the dictionary needs more than {MAX_HASH_RUNS} sorted hash runs; raise the memory budget")));
         }
         self.hashes.sort_unstable();
-        let path = self.run_path(self.runs.0.len());
+        let path = self.run_path(self.runs.0.len() - 1);
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&path).map_err(io_err(&path))?);
         self.runs.0.push(path.clone());
         for &(h, id) in &self.hashes {
@@ -179,6 +200,11 @@ impl DictWriter {
         self.block.extend_from_slice(term);
         self.block_count += 1;
         let id = self.next_id;
+        if let Some(v) = crate::inline::encode_bytes(term) {
+            let ip = &self.runs.0[0];
+            self.inline.write_all(&id.to_le_bytes()).and_then(|()| self.inline.write_all(&v.to_le_bytes())).map_err(io_err(ip))?;
+            self.inline_count += 1;
+        }
         self.hashes.push((hash(term), id));
         if self.hashes.len() >= self.run_pairs {
             self.spill_hashes()?;
@@ -212,12 +238,12 @@ impl DictWriter {
         self.flush_block()?;
         let term_pages = self.next_page - 1;
         let mut first_hashes = Vec::with_capacity((self.next_id as usize).div_ceil(HASH_PER_PAGE));
-        if !self.runs.0.is_empty() && !self.hashes.is_empty() {
+        if self.runs.0.len() > 1 && !self.hashes.is_empty() {
             self.spill_hashes()?;
         }
         let mut chunk = Vec::with_capacity(HASH_PER_PAGE);
         let (w, path) = (&mut self.w, &self.path);
-        sorted_hashes(&mut self.hashes, &self.runs.0, self.run_pairs, &mut |x| {
+        sorted_hashes(&mut self.hashes, &self.runs.0[1..], self.run_pairs, &mut |x| {
             chunk.push(x);
             if chunk.len() == HASH_PER_PAGE {
                 w.write_all(&hash_page(&chunk)).map_err(io_err(path))?;
@@ -230,8 +256,10 @@ impl DictWriter {
             w.write_all(&hash_page(&chunk)).map_err(io_err(path))?;
             first_hashes.push(first);
         }
-        // Removes the run files.
-        self.runs = Runs::default();
+        // Removes the run files (the inline file stays, first).
+        for p in self.runs.0.drain(1..) {
+            let _ = std::fs::remove_file(p);
+        }
         let hash_pages = first_hashes.len() as u64;
         let mut dir = Vec::with_capacity(self.blocks.len() * 16 + first_hashes.len() * 8);
         for &(first, page) in &self.blocks {
@@ -251,11 +279,14 @@ impl DictWriter {
             self.w.write_all(&page).map_err(io_err(&self.path))?;
             dir_pages += 1;
         }
+        let inline_pages = self.write_inline()?;
+        self.runs = Runs::default();
         let mut head = [0u8; PAGE];
         head[..8].copy_from_slice(MAGIC);
         head[8..12].copy_from_slice(&VERSION.to_le_bytes());
         head[12..16].copy_from_slice(&(PAGE as u32).to_le_bytes());
-        for (i, x) in [self.next_id - 1, self.blocks.len() as u64, term_pages, hash_pages, dir_pages, dir.len() as u64].into_iter().enumerate() {
+        let counts = [self.next_id - 1, self.blocks.len() as u64, term_pages, hash_pages, dir_pages, dir.len() as u64, inline_pages, self.inline_count];
+        for (i, x) in counts.into_iter().enumerate() {
             head[16 + 8 * i..24 + 8 * i].copy_from_slice(&x.to_le_bytes());
         }
         let c = crc32c::crc32c(&head[..PAGE - 4]);
@@ -266,6 +297,41 @@ impl DictWriter {
         f.write_all(&head).map_err(io_err(&path))?;
         f.sync_all().map_err(io_err(&path))
     }
+}
+
+impl DictWriter {
+    /// Copies the inline file's (id, inlined id) pairs into inline pages;
+    /// returns their number.
+    fn write_inline(&mut self) -> Result<u64> {
+        let ip = self.runs.0[0].clone();
+        self.inline.flush().map_err(io_err(&ip))?;
+        if self.inline_count > MAX_INLINE {
+            return Err(RdfError::Invalid(format!("{} inlined terms, a dictionary lists {MAX_INLINE} at most", self.inline_count)));
+        }
+        let mut r = BufReader::with_capacity(1 << 16, File::open(&ip).map_err(io_err(&ip))?);
+        let mut chunk = Vec::with_capacity(HASH_PER_PAGE);
+        let mut pages = 0;
+        for k in 0..self.inline_count {
+            let x = read_pair(&mut r, &ip)?.ok_or_else(|| RdfError::Invalid(format!("{}: cut short", ip.display())))?;
+            chunk.push(x);
+            if chunk.len() == HASH_PER_PAGE || k + 1 == self.inline_count {
+                let mut page = hash_page(&chunk);
+                page[4] = KIND_INLINE;
+                put_crc(&mut page);
+                self.w.write_all(&page).map_err(io_err(&self.path))?;
+                pages += 1;
+                chunk.clear();
+            }
+        }
+        Ok(pages)
+    }
+}
+
+/// The file beside a writer's that holds its inlined terms.
+fn inline_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".inline.tmp");
+    PathBuf::from(p)
 }
 
 /// A hash page of `chunk` (at most [`HASH_PER_PAGE`] sorted pairs).
@@ -394,6 +460,12 @@ pub struct DictFile {
     /// First hash of each hash page.
     hash_first: Vec<u64>,
     cache: Mutex<Cache>,
+    /// The inline pages, both ways: id -> inlined id, inlined id -> id.
+    inline_of: FxHashMap<u64, u64>,
+    id_of: FxHashMap<u64, u64>,
+    /// Terms decoded (id -> term) for callers, not for lookups' compares
+    /// (a test counts them).
+    reads: AtomicU64,
 }
 
 /// The version of the dictionary file at `path` (1: read whole at open, 2: paged).
@@ -408,8 +480,17 @@ pub fn version(path: &Path) -> Result<u32> {
 
 impl DictFile {
     pub fn open(path: &Path, cache_bytes: u64) -> Result<DictFile> {
+        DictFile::open_version(path, cache_bytes, VERSION)
+    }
+
+    /// Opens a version 2 file (no inline pages) to convert it.
+    pub fn open_old(path: &Path, cache_bytes: u64) -> Result<DictFile> {
+        DictFile::open_version(path, cache_bytes, VERSION_NO_INLINE)
+    }
+
+    fn open_version(path: &Path, cache_bytes: u64, want: u32) -> Result<DictFile> {
         let v = version(path)?;
-        if v != VERSION {
+        if v != want {
             return Err(RdfError::OldFormat { path: path.to_path_buf(), found: v, reads: VERSION });
         }
         let len = std::fs::metadata(path).map_err(io_err(path))?.len();
@@ -426,10 +507,15 @@ impl DictFile {
         if le32(head, 12) as usize != PAGE {
             return Err(corrupt(path, format!("page size {}, this build reads {PAGE}", le32(head, 12))));
         }
-        let [terms, blocks, term_pages, hash_pages, dir_pages, dir_len] = std::array::from_fn(|i| le64(head, 16 + 8 * i));
+        let [terms, blocks, term_pages, hash_pages, dir_pages, dir_len, inline_pages, inline_count] = std::array::from_fn(|i| le64(head, 16 + 8 * i));
         let pages = len / PAGE as u64;
         let dir_start = 1 + term_pages + hash_pages;
-        if dir_start.checked_add(dir_pages) != Some(pages) || dir_len != blocks * 16 + hash_pages * 8 || dir_len > dir_pages * DIR_PER_PAGE as u64 {
+        if dir_start.checked_add(dir_pages).and_then(|x| x.checked_add(inline_pages)) != Some(pages)
+            || inline_count > MAX_INLINE
+            || inline_count.div_ceil(HASH_PER_PAGE as u64) != inline_pages
+            || dir_len != blocks * 16 + hash_pages * 8
+            || dir_len > dir_pages * DIR_PER_PAGE as u64
+        {
             return Err(corrupt(path, "header counts do not match the file's size"));
         }
         let mut f = DictFile {
@@ -440,7 +526,11 @@ impl DictFile {
             block_page: Vec::with_capacity(blocks as usize + 1),
             hash_first: Vec::with_capacity(hash_pages as usize),
             cache: Mutex::new(Cache { map: FxHashMap::default(), bytes: 0, budget: cache_bytes.max(PAGE as u64 * 16), tick: 0 }),
+            inline_of: FxHashMap::default(),
+            id_of: FxHashMap::default(),
+            reads: AtomicU64::new(0),
         };
+        f.read_inline(dir_start + dir_pages, inline_pages, inline_count)?;
         let dir = f.read_dir(dir_start, dir_pages)?;
         for i in 0..blocks as usize {
             f.block_first.push(le64(&dir, 16 * i));
@@ -459,6 +549,61 @@ impl DictFile {
             return Err(corrupt(path, "directory is not in order"));
         }
         Ok(f)
+    }
+
+    /// Reads the inline pages (`n` from `start`, `count` pairs) into memory.
+    fn read_inline(&mut self, start: u64, n: u64, count: u64) -> Result<()> {
+        self.inline_of.reserve(count as usize);
+        self.id_of.reserve(count as usize);
+        let mut last = 0;
+        for first in (start..start + n).step_by(MAX_BATCH_PAGES) {
+            let ids: Vec<u64> = (first..(first + MAX_BATCH_PAGES as u64).min(start + n)).collect();
+            let pages = self.vol.read(&ids).map_err(|e| corrupt(&self.path, e.to_string()))?;
+            for (i, &page) in ids.iter().enumerate() {
+                let pg = pages.page(i);
+                let k = le32(pg, 8) as usize;
+                if crc32c::crc32c(&pg[4..]) != le32(pg, 0) || pg[4] != KIND_INLINE || k == 0 || k > HASH_PER_PAGE {
+                    return Err(corrupt(&self.path, format!("inline page {page} fails its checksum")));
+                }
+                for j in 0..k {
+                    let (id, v) = (le64(pg, HASH_HEAD + 16 * j), le64(pg, HASH_HEAD + 16 * j + 8));
+                    if id <= last || id > self.terms || !crate::inline::is_inline(v) || self.id_of.insert(v, id).is_some() {
+                        return Err(corrupt(&self.path, format!("inline page {page}: entry {j} is out of order or repeats a value")));
+                    }
+                    self.inline_of.insert(id, v);
+                    last = id;
+                }
+            }
+        }
+        if self.inline_of.len() as u64 != count {
+            return Err(corrupt(&self.path, format!("{} inlined terms, the header says {count}", self.inline_of.len())));
+        }
+        Ok(())
+    }
+
+    /// The inlined id of term `id`, if it is an inlined value.
+    pub fn inline_of(&self, id: u64) -> Option<u64> {
+        self.inline_of.get(&id).copied()
+    }
+
+    /// The term id of an inlined value, if a term of the file has it.
+    pub fn id_of_inline(&self, v: u64) -> Option<u64> {
+        self.id_of.get(&v).copied()
+    }
+
+    /// Whether the file has any inlined term.
+    pub fn has_inline(&self) -> bool {
+        !self.inline_of.is_empty()
+    }
+
+    /// Terms decoded (id -> term) since the file was opened.
+    pub fn term_reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` terms decoded for a caller ([`DictFile::term_reads`]).
+    pub fn count_reads(&self, n: usize) {
+        self.reads.fetch_add(n as u64, Ordering::Relaxed);
     }
 
     fn read_dir(&self, start: u64, n: u64) -> Result<Vec<u8>> {
@@ -768,7 +913,8 @@ mod tests {
         for t in &ts {
             w.push(t).unwrap();
         }
-        assert_eq!(w.runs.0.len(), 3);
+        // The inline file, then three runs.
+        assert_eq!(w.runs.0.len(), 4);
         w.finish().unwrap();
         assert!(std::fs::read(&whole).unwrap() == std::fs::read(&runs).unwrap(), "the merged runs give other bytes");
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
@@ -786,10 +932,49 @@ mod tests {
         for t in terms(MIN_RUN_PAIRS + 1) {
             w.push(&t).unwrap();
         }
-        assert_eq!(w.runs.0.len(), 1);
+        assert_eq!(w.runs.0.len(), 2);
         drop(w);
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(left, ["dict.1"]);
+    }
+
+    #[test]
+    fn inline_pages_list_the_inlined_terms_and_version_2_is_upgraded() {
+        use oxrdf::{Literal, NamedNode, Term};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dict.1");
+        let int =
+            |v: &str| crate::term::to_bytes(&Term::from(Literal::new_typed_literal(v, NamedNode::new_unchecked("http://www.w3.org/2001/XMLSchema#integer"))));
+        // 600 integers (three inline pages), a non-canonical one and IRIs between.
+        let mut ts = terms(10);
+        ts.extend((0..600).map(|i| int(&i.to_string())));
+        ts.push(int("007"));
+        write(&path, &ts);
+        let f = DictFile::open(&path, 1 << 20).unwrap();
+        for (i, t) in ts.iter().enumerate() {
+            let id = i as u64 + 1;
+            assert_eq!(f.inline_of(id), crate::inline::encode_bytes(t), "term {id}");
+            if let Some(v) = f.inline_of(id) {
+                assert_eq!(f.id_of_inline(v), Some(id));
+            }
+        }
+        assert_eq!(f.inline_of(ts.len() as u64), None, "007 is not canonical");
+        drop(f);
+        // The same file as version 2 wrote it: no inline pages.
+        let mut b = std::fs::read(&path).unwrap();
+        let inline_pages = le64(&b, 16 + 8 * 6) as usize;
+        assert_eq!(inline_pages, 3);
+        b.truncate(b.len() - inline_pages * PAGE);
+        b[8..12].copy_from_slice(&VERSION_NO_INLINE.to_le_bytes());
+        b[16 + 8 * 6..16 + 8 * 8].fill(0);
+        let c = crc32c::crc32c(&b[..PAGE - 4]);
+        b[PAGE - 4..PAGE].copy_from_slice(&c.to_le_bytes());
+        std::fs::write(&path, &b).unwrap();
+        let e = DictFile::open(&path, 1 << 20).err().expect("version 2 refused");
+        assert!(matches!(e, RdfError::OldFormat { found: 2, reads: 3, .. }), "{e}");
+        assert!(crate::dict::upgrade(&path).unwrap());
+        let f = DictFile::open(&path, 1 << 20).unwrap();
+        assert_eq!((1..=ts.len() as u64).filter(|&id| f.inline_of(id).is_some()).count(), 600);
     }
 
     #[test]

@@ -109,7 +109,7 @@ impl RdfStore {
     }
 
     /// Converts an old store's files to the formats this build reads (a
-    /// version 1 dictionary, read whole at open, to the paged one), under
+    /// version 1 or 2 dictionary to version 3, with inline pages), under
     /// the writer lock. Returns whether it changed anything. `solidgraph
     /// rdf compact` runs it first.
     pub fn upgrade(path: &Path) -> Result<bool> {
@@ -125,6 +125,13 @@ impl RdfStore {
 
     pub fn path(&self) -> &Path {
         &self.inner.dir
+    }
+
+    /// Terms decoded (id -> term) from the dictionary file since it was
+    /// opened (or last compacted): a test checks that a FILTER or ORDER BY
+    /// on inlined values decodes none.
+    pub fn dict_term_reads(&self) -> u64 {
+        solidgraph_store_read(&self.inner.dict).term_reads()
     }
 
     pub(crate) fn snapshot(&self) -> Result<Snapshot> {
