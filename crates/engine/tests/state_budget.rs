@@ -7,6 +7,9 @@
 use solidgraph_engine::*;
 use solidgraph_store::{EdgeInput, ImportOptions, OpenOptions, Store, import};
 
+/// An algorithm by name, run on the test's store.
+type Run<'a> = (&'static str, Box<dyn Fn() -> Result<()> + 'a>);
+
 #[test]
 fn every_algorithm_is_refused_past_its_state_budget() {
     let dir = tempfile::tempdir().unwrap();
@@ -17,7 +20,7 @@ fn every_algorithm_is_refused_past_its_state_budget() {
     let o = ImportOptions { in_edges: true, weights: true, num_nodes: Some(n), ..Default::default() };
     import(&path, &[EdgeInput::Memory { src, dst, weights: w, labels: None }], &[], &o, &|_, _, _| {}).unwrap();
     let s = Store::open(&path, &OpenOptions { cache_bytes: 1 << 20, ..Default::default() }).unwrap();
-    let runs: [(&str, Box<dyn Fn() -> Result<()>>); 8] = [
+    let runs: [Run; 8] = [
         ("BFS", Box::new(|| bfs::bfs(&s, 0, None, true, &silent).map(drop))),
         ("SSSP", Box::new(|| sssp::sssp(&s, 0, &silent).map(drop))),
         ("WCC", Box::new(|| wcc::wcc(&s, &silent).map(drop))),
