@@ -122,6 +122,9 @@ fn rewrite(dfg: &Dfg) -> Option<(Vec<Node>, Vec<Projected>)> {
     for i in readers(x) {
         let node = &dfg.ops[i];
         match &node.op {
+            // Its rows are every source's; one added to or joined with a layer's
+            // destination rows (a residual) would need the square block: not streamed.
+            Op::Gemm { .. } if readers(&node.out).iter().any(|&j| matches!(dfg.ops[j].op, Op::Add { .. } | Op::Mul { .. } | Op::Concat { .. })) => return None,
             Op::Gemm { x: gx, weight, bias } if gx == x && weight != x && bias.as_deref() != Some(x) => match bias {
                 Some(b) => {
                     let p = fresh(weight, None, None);
