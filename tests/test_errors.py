@@ -16,12 +16,13 @@ from solidgraph import (
     InvalidArgumentError,
     LockedError,
     NotFoundError,
+    OverBudgetError,
     SolidGraphError,
     SolidGraphIOError,
     StaleError,
 )
 
-KINDS = [CorruptionError, FormatError, InvalidArgumentError, LockedError, NotFoundError, SolidGraphIOError, StaleError]
+KINDS = [CorruptionError, FormatError, InvalidArgumentError, LockedError, NotFoundError, OverBudgetError, SolidGraphIOError, StaleError]
 
 
 def random_edges(n, e, seed=1):
@@ -46,11 +47,33 @@ def test_hierarchy():
         assert cls.__module__ == "solidgraph"
     assert issubclass(InvalidArgumentError, ValueError)
     assert issubclass(SolidGraphIOError, OSError)
+    assert issubclass(OverBudgetError, MemoryError)
     assert issubclass(NotFoundError, LookupError) and not issubclass(NotFoundError, KeyError)
     # Each kind is its own: no class catches another's errors.
     for a in KINDS:
         for b in KINDS:
             assert a is b or not issubclass(a, b), (a, b)
+
+
+def test_algorithm_past_the_state_budget_raises_over_budget_before_allocating(store):
+    g = solidgraph.open(store)
+    default = solidgraph.state_budget()
+    assert default > 1 << 20
+    solidgraph.set_state_budget(16)
+    try:
+        assert solidgraph.state_budget() == 16
+        with pytest.raises(OverBudgetError, match="BFS") as e:
+            g.bfs(0)
+        assert e.value.algorithm == "BFS" and e.value.budget == 16 and e.value.needed > 16
+        with pytest.raises(OverBudgetError) as e:
+            g.pagerank()
+        assert e.value.algorithm == "PageRank"
+    finally:
+        solidgraph.set_state_budget(None)
+    assert solidgraph.state_budget() == default
+    assert list(g.bfs(0)) == [0, 1, 2, 3]
+    with pytest.raises(InvalidArgumentError, match="at least 1 byte"):
+        solidgraph.set_state_budget(0)
 
 
 def test_corrupt_page_raises_corruption_error_naming_the_page(tmp_path):

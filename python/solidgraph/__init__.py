@@ -20,7 +20,9 @@ partition`; needs grpcio).
 
 Errors derive from `SolidGraphError`: `CorruptionError`, `StaleError`,
 `FormatError`, `NotFoundError` (a LookupError), `LockedError`,
-`InvalidArgumentError` (a ValueError) and `SolidGraphIOError` (an OSError).
+`InvalidArgumentError` (a ValueError), `SolidGraphIOError` (an OSError) and
+`OverBudgetError` (a MemoryError: an algorithm's state past
+`set_state_budget`'s budget, by default the machine's memory).
 """
 
 import importlib
@@ -33,6 +35,7 @@ from solidgraph._native import (
     InvalidArgumentError,
     LockedError,
     NotFoundError,
+    OverBudgetError,
     Sample,
     SampleLoader,
     SolidGraphError,
@@ -42,6 +45,8 @@ from solidgraph._native import (
     bench_io,
     import_graph,
     open,
+    set_state_budget,
+    state_budget,
 )
 
 __all__ = [
@@ -52,6 +57,7 @@ __all__ = [
     "InvalidArgumentError",
     "LockedError",
     "NotFoundError",
+    "OverBudgetError",
     "Sample",
     "SampleLoader",
     "SolidGraphError",
@@ -62,6 +68,8 @@ __all__ = [
     "connect",
     "import_graph",
     "open",
+    "set_state_budget",
+    "state_budget",
 ]
 
 _SUBMODULES = ("client", "datasets", "distributed", "infer", "pyg", "torch")

@@ -18,6 +18,7 @@ __all__ = [
     "InvalidArgumentError",
     "LockedError",
     "NotFoundError",
+    "OverBudgetError",
     "Sample",
     "SampleLoader",
     "SolidGraphError",
@@ -32,6 +33,8 @@ __all__ = [
     "load_model",
     "loader_memory",
     "open",
+    "set_state_budget",
+    "state_budget",
     "time_kernel",
     "BlankNode",
     "DefaultGraph",
@@ -144,6 +147,15 @@ class SolidGraphIOError(SolidGraphError, OSError):
     engine's message)."""
 
     path: pathlib.Path | None
+
+class OverBudgetError(SolidGraphError, MemoryError):
+    """A whole-graph algorithm's state (`needed` bytes) exceeds the state
+    budget (`budget` bytes: the machine's memory unless `set_state_budget`
+    lowered it), so `algorithm` refused before allocating anything."""
+
+    algorithm: str | None
+    needed: int | None
+    budget: int | None
 
 @type_check_only
 class ImportReport(TypedDict):
@@ -700,6 +712,14 @@ def bench_io(
     stripe: int = 262144,
 ) -> BenchReport:
     """Runs the I/O benchmark (same as `solidgraph-bench io`)."""
+
+def set_state_budget(budget: int | None) -> None:
+    """Caps the state (bytes) of every later whole-graph algorithm in this
+    process; one that needs more raises `OverBudgetError` before allocating.
+    None restores the default, the machine's memory."""
+
+def state_budget() -> int:
+    """The state budget in bytes now in force."""
 
 def cli_main(argv: Sequence[str]) -> int:
     """Runs the `solidgraph` command on `argv` (the program name first) and

@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use pyo3::exceptions::{PyException, PyLookupError, PyOSError, PyValueError};
+use pyo3::exceptions::{PyException, PyLookupError, PyMemoryError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyTuple, PyType};
@@ -35,6 +35,7 @@ enum Kind {
     Locked,
     InvalidArgument,
     Io,
+    OverBudget,
 }
 
 struct Class {
@@ -46,7 +47,7 @@ struct Class {
     doc: &'static str,
 }
 
-const CLASSES: [Class; 8] = [
+const CLASSES: [Class; 9] = [
     Class {
         name: "SolidGraphError",
         builtin: None,
@@ -119,6 +120,15 @@ const CLASSES: [Class; 8] = [
               I/O error), or the path to create already exists. Also an OSError: `errno` is set where\n\
               the system gave one (compare with the `errno` module). `path` names the file where known;\n\
               `filename` stays None so that str() is the engine's message, which names the file too.",
+    },
+    Class {
+        name: "OverBudgetError",
+        builtin: Some(PyMemoryError::type_object),
+        attrs: &["algorithm", "needed", "budget"],
+        doc: "A whole-graph algorithm's state for this store (`needed` bytes) exceeds the state budget\n\
+              (`budget` bytes: the machine's memory unless `solidgraph.set_state_budget` lowered it), so\n\
+              `algorithm` refused to start; nothing was allocated or written. Also a MemoryError, as\n\
+              Python raises for an allocation that cannot be made.",
     },
 ];
 
@@ -241,8 +251,10 @@ fn engine_kind<'py>(py: Python<'py>, e: &EngineError) -> PyResult<(Kind, Attrs<'
         // or a size past its limits: the request does not fit this store.
         EngineError::Unsupported(_) => (Kind::InvalidArgument, vec![]),
         // The algorithm's state for this store exceeds the budget the
-        // caller set (or the machine's memory): the request does not fit.
-        EngineError::OverBudget { .. } => (Kind::InvalidArgument, vec![]),
+        // caller set (or the machine's memory): an allocation refused.
+        EngineError::OverBudget { algorithm, needed, budget } => {
+            (Kind::OverBudget, vec![at(py, "algorithm", *algorithm)?, at(py, "needed", *needed)?, at(py, "budget", *budget)?])
+        }
         // Only a progress hook stops a run; the local ones never do.
         EngineError::Cancelled => (Kind::Base, vec![]),
     })

@@ -11,6 +11,7 @@ mod loader;
 mod progress;
 mod rdf;
 mod sample;
+mod state;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -77,6 +78,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(infer::time_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(infer::last_request, m)?)?;
     m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(state::set_state_budget, m)?)?;
+    m.add_function(wrap_pyfunction!(state::state_budget, m)?)?;
     rdf::add_to(m)?;
     m.add_function(wrap_pyfunction!(rdf::rdf_error_classes, m)?)?;
     Ok(())

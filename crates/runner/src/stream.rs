@@ -107,7 +107,7 @@ fn weight(model: &Model, name: &str, shape: &[usize]) -> Result<Weight> {
 /// no copy); an aggregation or `slice_dst` read only by a GEMM writes that
 /// GEMM's value from a projected input, plus its bias.
 fn rewrite(dfg: &Dfg) -> Option<(Vec<Node>, Vec<Projected>)> {
-    if dfg.inputs.len() != 1 || dfg.output == dfg.inputs[0].name {
+    if dfg.inputs.len() != 1 || dfg.output == dfg.inputs[0].name || mixes_source_rows(dfg) {
         return None;
     }
     let x = dfg.inputs[0].name.as_str();
@@ -122,9 +122,6 @@ fn rewrite(dfg: &Dfg) -> Option<(Vec<Node>, Vec<Projected>)> {
     for i in readers(x) {
         let node = &dfg.ops[i];
         match &node.op {
-            // Its rows are every source's; one added to or joined with a layer's
-            // destination rows (a residual) would need the square block: not streamed.
-            Op::Gemm { .. } if readers(&node.out).iter().any(|&j| matches!(dfg.ops[j].op, Op::Add { .. } | Op::Mul { .. } | Op::Concat { .. })) => return None,
             Op::Gemm { x: gx, weight, bias } if gx == x && weight != x && bias.as_deref() != Some(x) => match bias {
                 Some(b) => {
                     let p = fresh(weight, None, None);
@@ -170,6 +167,26 @@ fn rewrite(dfg: &Dfg) -> Option<(Vec<Node>, Vec<Projected>)> {
         }
     }
     Some((ops.into_iter().flatten().collect(), inputs))
+}
+
+/// Whether a value computed node-wise from the input (through GEMMs and
+/// activations, before any aggregation or `slice_dst`) meets another value
+/// in an add, mul or concat (a residual such as `x + conv(x)`). Such a
+/// value has a row per source of the streamed blocks, not the rows the
+/// batched path gives it, so the model runs batched.
+fn mixes_source_rows(dfg: &Dfg) -> bool {
+    let mut source_rowed: Vec<&str> = vec![dfg.inputs[0].name.as_str()];
+    for node in &dfg.ops {
+        if !node.op.operands().iter().any(|o| source_rowed.contains(o)) {
+            continue;
+        }
+        match &node.op {
+            Op::Add { .. } | Op::Mul { .. } | Op::Concat { .. } => return true,
+            Op::Spmm { .. } | Op::SpmmGemm { .. } | Op::SliceDst { .. } | Op::Sddmm { .. } | Op::EdgeSoftmax { .. } => {}
+            _ => source_rowed.push(node.out.as_str()),
+        }
+    }
+    false
 }
 
 /// What a streamed request read and held.
