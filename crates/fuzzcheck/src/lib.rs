@@ -80,7 +80,7 @@ pub fn edges(data: &[u8]) {
 /// store on the simulated disk (`Store::add_tensor`, the rows streamed
 /// from the file), then the store is verified and the rows read back. One
 /// input in `IMPORTED` (by its hash) goes through a whole import instead,
-/// which costs ~100x more (the volume's buffers and ring per import).
+/// whose volume buffers and io ring, set up per import, outweigh the checks.
 pub fn tensor_npy(data: &[u8]) {
     let dir = scratch();
     let npy = dir.join("t.npy");
