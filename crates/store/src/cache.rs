@@ -193,7 +193,11 @@ impl Image {
     fn new(key: ImageKey, pages: Vec<u64>, page_size: usize) -> Image {
         debug_assert!(pages.windows(2).all(|w| w[0] < w[1]));
         let mut data = Vec::with_capacity(pages.len() * page_size);
-        crate::mem::advise_huge(&data);
+        // In 4 KiB pages: a fresh huge page costs 4-6x more per byte to
+        // fault in than 4 KiB ones on a VM that hands freed memory back
+        // to its host, and a pass reads the image in page order, where
+        // huge pages save few TLB misses (docs/PERFORMANCE.md).
+        crate::mem::advise_small(&data);
         // SAFETY: MaybeUninit needs no initialisation; the pages stay
         // untouched (and unbacked) until a pass fills them.
         unsafe { data.set_len(pages.len() * page_size) };

@@ -24,6 +24,20 @@ pub fn advise_huge<T>(v: &Vec<T>) {
     }
 }
 
+/// Asks for 4 KiB pages over `v`'s allocation, whatever the kernel's
+/// default. Call it before the pages are touched.
+pub fn advise_small<T>(v: &Vec<T>) {
+    let bytes = v.capacity() * size_of::<T>();
+    let start = (v.as_ptr() as usize).next_multiple_of(4096);
+    let end = (v.as_ptr() as usize + bytes) / 4096 * 4096;
+    if end > start {
+        // SAFETY: the range lies inside the vector's allocation; the
+        // advice changes how it is backed, never its contents. A kernel
+        // without THP refuses it, which is what it asks for.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_NOHUGEPAGE) };
+    }
+}
+
 /// Maps in, writable, the whole pages of the `bytes` at `addr` without
 /// touching them: the kernel zeroes each page as it first maps it, which
 /// this moves off the thread that will write there. Best effort: a kernel
