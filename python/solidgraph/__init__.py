@@ -75,12 +75,12 @@ __all__ = [
 _SUBMODULES = ("client", "datasets", "distributed", "infer", "pyg", "torch")
 
 
-def connect(addr, token=None, tls=None, store="", timeout=None, max_message=64 << 20):
+def connect(addr, token=None, tls=None, store="", timeout=None, max_message=64 << 20, native=True):
     """A store served by `solidgraph serve` at `addr`, with the methods of a
     local Graph: see `solidgraph.client` (needs solidgraph[client])."""
     from solidgraph.client import connect as _connect
 
-    return _connect(addr, token=token, tls=tls, store=store, timeout=timeout, max_message=max_message)
+    return _connect(addr, token=token, tls=tls, store=store, timeout=timeout, max_message=max_message, native=native)
 
 
 def __getattr__(name):

@@ -19,6 +19,7 @@ __all__ = [
     "LockedError",
     "NotFoundError",
     "OverBudgetError",
+    "RemoteChannel",
     "Sample",
     "SampleLoader",
     "SolidGraphError",
@@ -418,6 +419,7 @@ class Graph:
         prefetch: int = 2,
         progress: _Progress = False,
         stream_bytes: int = 536870912,
+        path: Literal["auto", "stream", "batched"] = "auto",
     ) -> _F32:
         """GNN inference next to the store: the output rows of `model` (a
         model directory or `solidgraph.infer.load(dir)`) for `nodes`, float32
@@ -429,8 +431,9 @@ class Graph:
         with `solidgraph.infer.batch_seed(seed, i)`. See `solidgraph.infer`.
         A full-neighbourhood request of more than one batch reads its reach
         once, projecting rows by a linear first layer as they arrive, when the
-        projected rows fit `stream_bytes` (0: batch by batch);
-        `solidgraph.infer.last_request()` says which path ran."""
+        projected rows fit `stream_bytes` (0: batch by batch) and `path`
+        allows: "auto" (the cheaper by the cost model), "stream" or "batched";
+        `solidgraph.infer.last_request()` says which path ran and why."""
     def infer_all(
         self,
         model: _StrPath | InferModel,
@@ -678,8 +681,12 @@ def last_request() -> dict[str, object] | None:
     """How the calling thread's last `Graph.infer` ran: `{"path": "sampled" |
     "batched" | "stream"}`, and for a streamed request the nodes within reach
     (each row read once), the edges into its inner hops, the projected bytes
-    held and the seconds of its three steps (expand the reach, read and
-    project its rows, run the model); None before any."""
+    held, the seconds and CPU seconds of its three steps (expand the reach,
+    read and project its rows, run the model), the rows step's
+    thread-seconds (reading, checking and copying, projecting; the degree
+    thread), the bytes and I/Os it read, and whether rows came straight off
+    the volume; `reason` says why the cost model chose the path; None before
+    any."""
 
 def batch_seed(seed: int, i: int) -> int:
     """The seed batch `i` of `Graph.infer(..., seed=seed)` (and of `Graph.sample_loader`) samples with."""
@@ -726,6 +733,17 @@ def cli_main(argv: Sequence[str]) -> int:
     returns its exit code (0 done, 1 failed, 2 bad usage); the console
     script `solidgraph` calls it. Writes to file descriptors 1 and 2, not
     sys.stdout; releases the GIL for the whole command."""
+
+@final
+class RemoteChannel:
+    """A plaintext HTTP/2 channel to a SolidGraph server for the calls that
+    answer with arrays (solidgraph.client uses it); connects on first use."""
+
+    def __new__(cls, addr: str, token: str | None = None, max_message: int = 64 << 20) -> RemoteChannel: ...
+    def call(self, path: str, request: bytes, timeout: float | None = None) -> tuple[int, str, dict[str, npt.NDArray[np.generic]] | None]:
+        """Calls the server-streaming method `path` with the encoded request;
+        returns (gRPC status code, message, the result arrays by name or None
+        when the code is not 0). Releases the GIL for the call."""
 
 # RDF (solidgraph.rdf re-exports these; `Store` is RdfStore). Shaped like
 # pyoxigraph's API.

@@ -14,6 +14,13 @@ Errors keep their kind: a server's INVALID_ARGUMENT is an
 RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, UNAVAILABLE) raise `RemoteError`.
 Every error carries the gRPC status as `.code`. Needs grpcio
 (`pip install solidgraph[client]`).
+
+The calls that answer with arrays (neighbors, degree, edge_weights,
+tensor, sample_neighbors and the loader, random_walks) go through the
+extension's native channel on a plaintext connection: it takes the reply
+in with the GIL released and the arrays are views of the received
+buffers, one copy in all (grpcio's receive copied each reply three times
+in Python). TLS connections, updates and analytics use grpcio.
 """
 
 from __future__ import annotations
@@ -38,6 +45,11 @@ from solidgraph._native import (
     StaleError,
 )
 from solidgraph._proto import solidgraph_pb2 as pb
+
+try:
+    from solidgraph._native import RemoteChannel as _RemoteChannel
+except ImportError:  # an extension built before the native client
+    _RemoteChannel = None
 
 __all__ = ["RemoteError", "RemoteGraph", "RemoteSample", "connect"]
 
@@ -74,11 +86,17 @@ _UPDATES = {"AddVertices", "DeleteVertices", "AddEdges", "DeleteEdges", "UpdateE
 _STREAMS = ("Neighbors", "Degree", "EdgeWeights", "Tensor", "SampleNeighbors", "RandomWalks")
 
 
-def _error(e: grpc.RpcError) -> SolidGraphError:
-    code = e.code()
-    err = _KINDS.get(code, RemoteError)(f"{e.details()} [{code.name}]")
+_CODES = {c.value[0]: c for c in grpc.StatusCode}
+
+
+def _status_error(code: grpc.StatusCode, details: Optional[str]) -> SolidGraphError:
+    err = _KINDS.get(code, RemoteError)(f"{details} [{code.name}]")
     err.code = code
     return err
+
+
+def _error(e: grpc.RpcError) -> SolidGraphError:
+    return _status_error(e.code(), e.details())
 
 
 def _array(a: Any, dtype: str, what: str) -> pb.Array:
@@ -330,8 +348,10 @@ class RemoteGraph:
     """One store of a SolidGraph server, with the methods of
     `solidgraph.Graph` (see there for each one's arguments and result)."""
 
-    def __init__(self, channel: grpc.Channel, addr: str, store: str, token: Optional[str], timeout: Optional[float]):
+    def __init__(self, channel: grpc.Channel, addr: str, store: str, token: Optional[str], timeout: Optional[float], native: Any = None):
         self._channel = channel
+        # The native channel (or None): the array replies' fast path.
+        self._native = native
         self._addr = addr
         self._store = store
         self._timeout = timeout
@@ -367,6 +387,11 @@ class RemoteGraph:
             raise _error(e) from None
 
     def _stream(self, name: str, req: Any) -> Dict[str, np.ndarray]:
+        if self._native is not None:
+            code, details, arrays = self._native.call(f"/solidgraph.v1.Graph/{name}", req.SerializeToString(), self._timeout)
+            if code:
+                raise _status_error(_CODES.get(code, grpc.StatusCode.UNKNOWN), details)
+            return arrays
         try:
             return _assemble(self._calls[name](req, timeout=self._timeout, metadata=self._meta))
         except grpc.RpcError as e:
@@ -652,7 +677,7 @@ class RemoteGraph:
             rep = self._calls["UpdateGraph"](messages(), timeout=self._timeout, metadata=self._meta)
         except grpc.RpcError as e:
             raise _error(e) from None
-        return RemoteGraph(self._channel, self._addr, rep.name, self._token, self._timeout)
+        return RemoteGraph(self._channel, self._addr, rep.name, self._token, self._timeout, self._native)
 
     def flush(self) -> None:
         self._unary("Flush", pb.FlushRequest(store=self._store))
@@ -665,6 +690,7 @@ class RemoteGraph:
 
     def close(self) -> None:
         self._channel.close()
+        self._native = None  # its connection closes when the last graph drops it
 
     def __enter__(self) -> "RemoteGraph":
         return self
@@ -690,13 +716,15 @@ def connect(
     store: str = "",
     timeout: Optional[float] = None,
     max_message: int = 64 << 20,
+    native: bool = True,
 ) -> RemoteGraph:
     """The store `store` (its directory name; "" for a server's only store)
     served at `addr` ("host:port"). `token`: a bearer token from the
     server's --tokens file. `tls`: None for plaintext, True for TLS checked
     against the system's roots, or a dict with "ca" (the server's CA) and,
     for mutual TLS, "cert" and "key" (PEM paths or bytes). `timeout`: the
-    deadline of each call, in seconds."""
+    deadline of each call, in seconds. `native`: array replies through the
+    extension's channel (plaintext only; False: grpcio for every call)."""
     opts = [
         ("grpc.max_receive_message_length", max_message),
         ("grpc.max_send_message_length", max_message),
@@ -711,8 +739,11 @@ def connect(
         t = {} if tls is True else dict(tls)
         creds = grpc.ssl_channel_credentials(root_certificates=_read(t.get("ca")), private_key=_read(t.get("key")), certificate_chain=_read(t.get("cert")))
         channel = grpc.secure_channel(addr, creds, options=opts)
+    fast = None
+    if native and (tls is None or tls is False) and _RemoteChannel is not None:
+        fast = _RemoteChannel(addr, token, max_message)
     try:
-        return RemoteGraph(channel, addr, store, token, timeout)
+        return RemoteGraph(channel, addr, store, token, timeout, fast)
     except BaseException:
         channel.close()
         raise

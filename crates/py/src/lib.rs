@@ -2,6 +2,7 @@
 
 mod addtensor;
 mod cli;
+mod client;
 mod convert;
 mod errors;
 mod graph;
@@ -78,6 +79,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(infer::time_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(infer::last_request, m)?)?;
     m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
+    m.add_class::<client::RemoteChannel>()?;
     m.add_function(wrap_pyfunction!(state::set_state_budget, m)?)?;
     m.add_function(wrap_pyfunction!(state::state_budget, m)?)?;
     rdf::add_to(m)?;
