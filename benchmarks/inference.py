@@ -90,17 +90,31 @@ g = solidgraph.open(sys.argv[1])
 batch, prefetch = int(sys.argv[2]), int(sys.argv[3])
 print("ready", flush=True)
 for line in sys.stdin:
-    model, targets, stream = line.split()
+    model, targets, stream, path = line.split()
     t = np.load(targets)
     g.reset_stats()
     t0 = time.perf_counter()
-    out = g.infer(model, t, batch_size=min(batch, len(t)) if batch else max(len(t), 1), prefetch=prefetch, stream_bytes=int(stream))
+    out = g.infer(model, t, batch_size=min(batch, len(t)) if batch else max(len(t), 1), prefetch=prefetch, stream_bytes=int(stream), path=path)
     dt = time.perf_counter() - t0
     st = g.stats()
     np.save(targets + ".out.npy", out)
     rep = {"seconds": dt, "pages": st["pages_read"], "ios": st["ios"], "bytes": st["bytes_read"]}
     print(json.dumps(dict(rep, request=solidgraph.infer.last_request())), flush=True)
 """
+
+
+def phases(r: dict) -> str:
+    """A request report (`solidgraph.infer.last_request()`) on one line."""
+    out = f"path {r['path']}" + (f" ({r['reason']})" if "reason" in r else "")
+    if r["path"] == "stream":
+        sec, cpu, th = r["seconds"], r["cpu_seconds"], r["rows_thread_seconds"]
+        out += (
+            f"; reach {r['nodes']} nodes; wall / CPU s: expand {sec[0]:.2f} / {cpu[0]:.2f}, rows {sec[1]:.2f} / {cpu[1]:.2f}, model {sec[2]:.2f} / {cpu[2]:.2f}; "
+            f"rows thread-s: read {th['read']:.2f}, check+copy {th['copy']:.2f}, gemm {th['gemm']:.2f}, degrees {th['degrees']:.2f}; "
+            f"rows step read {r['bytes_read'] / 2**20:.0f} MiB in {r['ios']} I/Os ({r['bytes_read'] / max(r['ios'], 1) / 1024:.0f} KiB each), "
+            f"{'direct' if r['direct'] else 'through the caches'}"
+        )
+    return out
 
 
 def drop_caches():
@@ -119,8 +133,8 @@ class Service:
         self.p = subprocess.Popen(["sh", "-c", f"echo $$ > {CGROUP}/cgroup.procs && exec {cmd}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         assert self.p.stdout.readline().strip() == "ready"
 
-    def infer(self, model_dir: Path, targets_path: Path, stream_bytes: int):
-        self.p.stdin.write(f"{model_dir} {targets_path} {stream_bytes}\n")
+    def infer(self, model_dir: Path, targets_path: Path, stream_bytes: int, path: str = "auto"):
+        self.p.stdin.write(f"{model_dir} {targets_path} {stream_bytes} {path}\n")
         self.p.stdin.flush()
         line = self.p.stdout.readline()
         if not line:
@@ -198,6 +212,7 @@ def main():
     ap.add_argument("--batch-size", type=int, default=0, help="targets per engine batch (0: the whole request)")
     ap.add_argument("--prefetch", type=int, default=2, help="batches read ahead (Graph.infer's prefetch)")
     ap.add_argument("--stream-bytes", type=MIB, default=512 << 20, help="Graph.infer's stream_bytes (0: batch by batch)")
+    ap.add_argument("--path", default="auto", choices=["auto", "stream", "batched"], help="Graph.infer's path")
     a = ap.parse_args()
     dirp = Path(a.dir)
     dirp.mkdir(parents=True, exist_ok=True)
@@ -230,13 +245,13 @@ def main():
                 if service:
                     np.save(dirp / "targets.npy", targets)
                     drop_caches()
-                    reply, ours = service.infer(dirp / name, dirp / "targets.npy", a.stream_bytes)
+                    reply, ours = service.infer(dirp / name, dirp / "targets.npy", a.stream_bytes, a.path)
                     t["s"].append(reply["seconds"])
                     io.append(reply)
                     drop_caches()
                 else:
                     t0 = time.perf_counter()
-                    ours = g.infer(model, targets, batch_size=min(a.batch_size, k) if a.batch_size else max(k, 1), prefetch=a.prefetch, stream_bytes=a.stream_bytes)
+                    ours = g.infer(model, targets, batch_size=min(a.batch_size, k) if a.batch_size else max(k, 1), prefetch=a.prefetch, stream_bytes=a.stream_bytes, path=a.path)
                     t["s"].append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
                 split = {}
@@ -260,6 +275,8 @@ def main():
                 paths = sorted({r["request"]["path"] for r in io})
                 reach = f", reach {np.median([r['request']['nodes'] for r in io]):.0f} nodes" if paths == ["stream"] else ""
                 print(f"    ours per request (median): {med['pages']:.0f} pages read in {med['ios']:.0f} I/Os, {med['bytes'] / 2**20:.0f} MiB; path {'/'.join(paths)}{reach}", flush=True)
+                for r in io:
+                    print(f"    ours: {phases(r['request'])}", flush=True)
             sp = {f: float(np.median([s[f] for s in splits])) * 1e3 for f in ("load", "prep", "khop", "model")}
             print("    PyG cold split (median ms): " + ", ".join(f"{f} {v:.0f}" for f, v in sp.items()), flush=True)
     if service:

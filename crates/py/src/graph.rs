@@ -367,11 +367,12 @@ impl Graph {
     /// with `solidgraph.infer.batch_seed(seed, i)`. See `solidgraph.infer`.
     /// A full-neighbourhood request of more than one batch reads its reach
     /// once, projecting rows by a linear first layer as they arrive, when the
-    /// projected rows fit `stream_bytes` (0: batch by batch);
-    /// `solidgraph.infer.last_request()` says which path ran.
-    #[pyo3(signature = (model, nodes, fanouts=None, batch_size=1024, features=crate::infer::Features::x(), seed=0, workers=2, prefetch=2, progress=ProgressArg::default(), stream_bytes=512 << 20))]
+    /// projected rows fit `stream_bytes` (0: batch by batch) and `path`
+    /// allows: "auto" (the cheaper by the cost model), "stream" or "batched";
+    /// `solidgraph.infer.last_request()` says which path ran and why.
+    #[pyo3(signature = (model, nodes, fanouts=None, batch_size=1024, features=crate::infer::Features::x(), seed=0, workers=2, prefetch=2, progress=ProgressArg::default(), stream_bytes=512 << 20, path="auto"))]
     #[pyo3(
-        text_signature = "(self, model, nodes, fanouts=None, batch_size=1024, features='x', seed=0, workers=2, prefetch=2, progress=False, stream_bytes=536870912)"
+        text_signature = "(self, model, nodes, fanouts=None, batch_size=1024, features='x', seed=0, workers=2, prefetch=2, progress=False, stream_bytes=536870912, path='auto')"
     )]
     #[allow(clippy::too_many_arguments)]
     fn infer<'py>(
@@ -387,6 +388,7 @@ impl Graph {
         prefetch: usize,
         progress: ProgressArg<'py>,
         stream_bytes: usize,
+        path: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let fanouts = fanouts.map(self::fanouts).transpose()?;
         crate::infer::infer(
@@ -399,7 +401,7 @@ impl Graph {
             batch_size,
             features,
             seed,
-            (workers, prefetch, stream_bytes),
+            (workers, prefetch, stream_bytes, path),
             progress,
         )
     }

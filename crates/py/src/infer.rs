@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use solidgraph_runner::infer::{InferOptions, RequestPath, full_fanouts, infer_nodes_report};
+use solidgraph_runner::infer::{InferOptions, PathChoice, RequestPath, full_fanouts, infer_nodes_report};
 use solidgraph_runner::whole::{WholeOptions, infer_all as run_all};
 use solidgraph_runner::{Model, PluginDir, Registry};
 use solidgraph_store::Store;
@@ -163,14 +163,20 @@ pub fn infer<'py>(
     batch_size: usize,
     features: Features,
     seed: u64,
-    (workers, prefetch, stream_bytes): (usize, usize, usize),
+    (workers, prefetch, stream_bytes, path): (usize, usize, usize, &str),
     progress: ProgressArg<'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let path = match path {
+        "auto" => PathChoice::Auto,
+        "stream" => PathChoice::Stream,
+        "batched" => PathChoice::Batched,
+        other => return Err(invalid(format!("path must be 'auto', 'stream' or 'batched', not {other:?}"))),
+    };
     let model = model_arg(py, model)?;
     let nodes = u64_vec(nodes, "nodes")?;
     let features = features.names();
     let rep = Reporter::new(py, "infer", progress)?;
-    let o = InferOptions { fanouts, batch_size, features, seed, workers, prefetch, reopen: Some(Arc::new(move || Ok(slot.get()?))), stream_bytes };
+    let o = InferOptions { fanouts, batch_size, features, seed, workers, prefetch, reopen: Some(Arc::new(move || Ok(slot.get()?))), stream_bytes, path };
     let total = nodes.len() as u64;
     let (out, path) = py
         // The sampler takes the user's ids (it maps them on stores imported with order="degree").
@@ -189,9 +195,11 @@ thread_local! {
 /// `solidgraph.infer.last_request()`: how the calling thread's last
 /// `Graph.infer` ran: `{"path": "sampled" | "batched" | "stream"}`, and for
 /// a streamed request the nodes within reach (each row read once), the
-/// edges into its inner hops, the projected bytes held and the seconds of
-/// its three steps (expand the reach, read and project its rows, run the
-/// model); None before any.
+/// edges into its inner hops, the projected bytes held, the seconds and
+/// CPU seconds of its three steps (expand the reach, read and project its
+/// rows, run the model), the rows step's thread-seconds (reading, checking
+/// and copying, projecting; the degree thread), the bytes and I/Os it read,
+/// and whether rows came straight off the volume; None before any.
 #[pyfunction]
 pub fn last_request(py: Python<'_>) -> PyResult<Option<Bound<'_, pyo3::types::PyDict>>> {
     let Some(path) = LAST_REQUEST.with(std::cell::Cell::get) else { return Ok(None) };
@@ -199,12 +207,28 @@ pub fn last_request(py: Python<'_>) -> PyResult<Option<Bound<'_, pyo3::types::Py
     match path {
         RequestPath::Sampled => d.set_item("path", "sampled")?,
         RequestPath::Batched => d.set_item("path", "batched")?,
+        RequestPath::BatchedCheaper(c) => {
+            d.set_item("path", "batched")?;
+            d.set_item("reason", c.reason())?;
+        }
         RequestPath::Stream(r) => {
             d.set_item("path", "stream")?;
+            d.set_item("reason", r.choice.map_or_else(|| "stream: forced (path='stream')".to_string(), |c| c.reason()))?;
             d.set_item("nodes", r.nodes)?;
             d.set_item("edges", r.edges)?;
             d.set_item("projected_bytes", r.projected_bytes)?;
-            d.set_item("seconds", (r.expand_us as f64 / 1e6, r.rows_us as f64 / 1e6, r.model_us as f64 / 1e6))?;
+            let s = |us: u64| us as f64 / 1e6;
+            d.set_item("seconds", (s(r.expand_us), s(r.rows_us), s(r.model_us)))?;
+            d.set_item("cpu_seconds", (s(r.expand_cpu_us), s(r.rows_cpu_us), s(r.model_cpu_us)))?;
+            let rows = pyo3::types::PyDict::new(py);
+            rows.set_item("read", s(r.read_us))?;
+            rows.set_item("copy", s(r.copy_us))?;
+            rows.set_item("gemm", s(r.gemm_us))?;
+            rows.set_item("degrees", s(r.degree_us))?;
+            d.set_item("rows_thread_seconds", rows)?;
+            d.set_item("bytes_read", r.bytes_read)?;
+            d.set_item("ios", r.ios)?;
+            d.set_item("direct", r.direct)?;
         }
     }
     Ok(Some(d))

@@ -22,11 +22,12 @@ use solidgraph_engine::loader::{PrefetchOptions, Prefetcher, Reopen};
 use solidgraph_engine::sampler::{Sample, SampleOptions};
 use solidgraph_store::{DType, Direction, Store};
 
+use crate::cost::{Choice, Costs};
 use crate::dfg::{Norm, Op};
 use crate::error::{Result, RunnerError};
 use crate::model::Model;
 use crate::reach::Reach;
-use crate::stream::{Projection, StreamReport, run_stream};
+use crate::stream::{Policy, Projection, StreamReport, Streamed, run_stream};
 use crate::tensor::Tensor;
 
 /// How [`infer_nodes`] batches and samples.
@@ -47,22 +48,47 @@ pub struct InferOptions {
     /// in one pass ([`crate::stream`]) when its projected rows fit this many
     /// bytes (0: never; the row chunks read ahead take a 32nd of it).
     pub stream_bytes: usize,
+    /// Which full-neighbourhood path a request of more than one batch takes
+    /// when both can: the cost model's choice, or one forced.
+    pub path: PathChoice,
+}
+
+/// [`InferOptions::path`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub enum PathChoice {
+    /// The cheaper by the cost model ([`crate::cost`]).
+    #[default]
+    Auto,
+    Stream,
+    Batched,
 }
 
 /// How [`infer_nodes_report`] ran a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RequestPath {
     /// Sampled batches (`fanouts` given).
     Sampled,
     /// Full neighbourhoods batch by batch (`batch_size` targets each).
     Batched,
+    /// Batch by batch because the cost model found it cheaper than the stream.
+    BatchedCheaper(Choice),
     /// The whole request's reach in one pass.
     Stream(StreamReport),
 }
 
 impl Default for InferOptions {
     fn default() -> Self {
-        InferOptions { fanouts: None, batch_size: 1024, features: vec!["x".into()], seed: 0, workers: 2, prefetch: 2, reopen: None, stream_bytes: 512 << 20 }
+        InferOptions {
+            fanouts: None,
+            batch_size: 1024,
+            features: vec!["x".into()],
+            seed: 0,
+            workers: 2,
+            prefetch: 2,
+            reopen: None,
+            stream_bytes: 512 << 20,
+            path: PathChoice::Auto,
+        }
     }
 }
 
@@ -127,17 +153,30 @@ pub fn infer_nodes_report(store: Arc<Store>, model: &Model, nodes: &[u64], o: &I
         return Ok((out, RequestPath::Batched));
     }
     if o.fanouts.is_none() {
-        if nodes.len() > o.batch_size
+        let batches = nodes.len().div_ceil(o.batch_size);
+        let policy = match o.path {
+            PathChoice::Auto => Some(Policy::Cheaper { costs: Costs::default(), batches }),
+            PathChoice::Stream => Some(Policy::Always),
+            PathChoice::Batched => None,
+        };
+        let mut path = RequestPath::Batched;
+        if let Some(policy) = policy
+            && batches > 1
             && o.stream_bytes > 0
             && let Some(proj) = Projection::of(model)?
-            && let Some((rows, seeds, report)) = run_stream(&store, model, &proj, nodes, &o.features[0], weighted, o.stream_bytes)?
         {
-            let sample = Sample { node: seeds, ..Sample::default() };
-            place(&mut out, 0, nodes, &sample, &rows, &mut HashMap::new())?;
-            progress(nodes.len());
-            return Ok((out, RequestPath::Stream(report)));
+            match run_stream(&store, model, &proj, nodes, &o.features[0], weighted, o.stream_bytes, policy)? {
+                Streamed::Ran(rows, seeds, report) => {
+                    let sample = Sample { node: seeds, ..Sample::default() };
+                    place(&mut out, 0, nodes, &sample, &rows, &mut HashMap::new())?;
+                    progress(nodes.len());
+                    return Ok((out, RequestPath::Stream(report)));
+                }
+                Streamed::Declined(Some(choice)) => path = RequestPath::BatchedCheaper(choice),
+                Streamed::Declined(None) => {}
+            }
         }
-        return Ok((infer_full(&store, model, nodes, o, fanouts.len(), weighted, progress)?, RequestPath::Batched));
+        return Ok((infer_full(&store, model, nodes, o, fanouts.len(), weighted, progress)?, path));
     }
     let batches: Vec<Vec<u64>> = nodes.chunks(o.batch_size).map(<[u64]>::to_vec).collect();
     let opts = SampleOptions {

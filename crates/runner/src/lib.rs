@@ -28,6 +28,7 @@
 //! after `NeighborLoader`. A [`Model`] is `Send + Sync`: one loaded model serves
 //! every worker thread.
 pub mod block;
+pub mod cost;
 pub mod dfg;
 pub mod error;
 pub mod fuse;

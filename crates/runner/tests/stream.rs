@@ -11,7 +11,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{Skewed, model_zoo, rel_diff, skewed_store, splitmix};
-use solidgraph_runner::infer::{InferOptions, RequestPath, infer_nodes_report};
+use solidgraph_runner::infer::{InferOptions, PathChoice, RequestPath, infer_nodes_report};
 use solidgraph_runner::models::random_weights;
 use solidgraph_runner::stream::Projection;
 use solidgraph_runner::whole::{WholeOptions, infer_all};
@@ -45,7 +45,7 @@ fn check(directed: bool, order: VertexOrder) {
         assert_eq!(path, RequestPath::Batched, "{what}");
         // Default budget: one chunk; 256 KiB: chunks of 341 rows; 1 KiB: the projected reach does not fit.
         for budget in [512 << 20, 256 << 10, 1 << 10] {
-            let o = InferOptions { batch_size: 7, stream_bytes: budget, ..Default::default() };
+            let o = InferOptions { batch_size: 7, stream_bytes: budget, path: PathChoice::Stream, ..Default::default() };
             let mut done = 0;
             let (got, path) = infer_nodes_report(store.clone(), &model, &targets, &o, &mut |d| done = d).unwrap();
             assert_eq!(done, targets.len(), "{what}");
@@ -55,7 +55,7 @@ fn check(directed: bool, order: VertexOrder) {
                     assert!(r.nodes > targets.len() && r.projected_bytes <= budget, "{what}: {r:?}");
                 }
                 RequestPath::Batched => assert!(!streams || budget == 1 << 10, "{what}, budget {budget}: not streamed"),
-                RequestPath::Sampled => panic!("{what}: a full-neighbourhood request sampled"),
+                RequestPath::Sampled | RequestPath::BatchedCheaper(_) => panic!("{what}: {path:?}: not the forced stream or its fallback"),
             }
             assert!(got.data.iter().all(|v| v.is_finite()), "{what}");
             assert!(rel_diff(&got.data, &base.data) < 1e-4, "{what}, budget {budget}: {}", rel_diff(&got.data, &base.data));
@@ -75,4 +75,40 @@ fn streamed_requests_equal_batched_and_whole_graph_directed() {
 #[test]
 fn streamed_requests_equal_batched_and_whole_graph_undirected_degree_order() {
     check(false, VertexOrder::Degree);
+}
+
+/// The cost model's choice (`PathChoice::Auto`): a request whose reach is a
+/// few percent of rows of 2 KiB runs batch by batch, one whose reach is most
+/// of the graph streams; both say why, and answers equal the forced paths'.
+#[test]
+fn the_cost_model_batches_a_sparse_reach_and_streams_a_dense_one() {
+    const WIDE: usize = 512;
+    let graph = Skewed { nodes: N, edges: 3_000, idle: 100, hubs: 100, dim: WIDE, seed: 9 };
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(skewed_store(&dir.path().join("g"), &graph, true, VertexOrder::Input));
+    let (kind, dfg) = model_zoo(WIDE, 8, 4).into_iter().find(|(k, _)| *k == "sage").unwrap();
+    let model = Model::from_parts(dfg.clone(), &random_weights(&dfg, 3, 0.5), &Registry::with_builtin()).unwrap();
+    let mut next = splitmix(17);
+    let sparse: Vec<u64> = (0..16).map(|_| next() % N).collect();
+    let dense: Vec<u64> = (0..1_500).map(|_| next() % N).collect();
+    for (targets, want_stream) in [(&sparse, false), (&dense, true)] {
+        let what = format!("{kind}, {} targets", targets.len());
+        let run = |path| {
+            let o = InferOptions { batch_size: 8, path, ..Default::default() };
+            infer_nodes_report(store.clone(), &model, targets, &o, &mut |_| {}).unwrap()
+        };
+        let (auto, path) = run(PathChoice::Auto);
+        let choice = match path {
+            RequestPath::Stream(r) => r.choice.expect("the cost model chose"),
+            RequestPath::BatchedCheaper(c) => c,
+            other => panic!("{what}: {other:?}"),
+        };
+        assert_eq!(choice.streams(), want_stream, "{what}: {}", choice.reason());
+        assert_eq!(matches!(path, RequestPath::Stream(_)), want_stream, "{what}");
+        assert!(choice.reason().starts_with(if want_stream { "stream" } else { "batches" }), "{what}: {}", choice.reason());
+        for forced in [PathChoice::Stream, PathChoice::Batched] {
+            let (got, _) = run(forced);
+            assert!(rel_diff(&got.data, &auto.data) < 1e-4, "{what}, {forced:?}: {}", rel_diff(&got.data, &auto.data));
+        }
+    }
 }
