@@ -83,7 +83,7 @@ impl Interner {
     /// Interns the four terms of a quad (graph: empty for the default
     /// graph, id 0) in order s, p, o, g; hands the quad to `f` now if
     /// every id is known, else at [`Interner::finish`].
-    pub fn push(&mut self, terms: &[Vec<u8>; 4], f: &mut dyn FnMut(Ids) -> Result<()>) -> Result<()> {
+    pub fn push(&mut self, terms: &[&[u8]; 4], f: &mut dyn FnMut(Ids) -> Result<()>) -> Result<()> {
         let mut ids = [0u64; 4];
         for (slot, t) in terms.iter().enumerate() {
             if slot == 3 && t.is_empty() {
@@ -444,7 +444,7 @@ mod tests {
         let mut it = Interner::new(dir, budget, 100_000);
         let mut out = Vec::new();
         for q in quads() {
-            it.push(&q, &mut |ids| {
+            it.push(&[&q[0], &q[1], &q[2], &q[3]], &mut |ids| {
                 out.push(ids);
                 Ok(())
             })

@@ -27,6 +27,7 @@ mod inline;
 mod intern;
 mod load;
 mod meta;
+mod parse;
 mod path;
 mod query;
 mod results;

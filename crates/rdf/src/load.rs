@@ -23,10 +23,10 @@ use crate::intern::Interner;
 use crate::meta::{MAX_PAIRS, Meta, sync_dir};
 use crate::results::rdf_format;
 use crate::sort::QuadSorter;
-use crate::{LoadOptions, LoadReport, term};
+use crate::{LoadOptions, LoadReport, parse, term};
 
 /// The format of `file`: the option, else its extension.
-fn format_of(file: &Path, o: &LoadOptions) -> Result<RdfFormat> {
+pub(crate) fn format_of(file: &Path, o: &LoadOptions) -> Result<RdfFormat> {
     if let Some(f) = o.format {
         return Ok(f);
     }
@@ -132,6 +132,7 @@ pub fn write_generation(
     let mut pairs: FxHashMap<(u64, u64), u32> = FxHashMap::default();
     let mut pair_list: Vec<(u64, u64)> = Vec::new();
     let mut n = 0u64;
+    let mut trace = Trace::new();
     {
         let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(&edges_path).map_err(io_err(&edges_path))?);
         let mut write_err: Option<std::io::Error> = None;
@@ -159,6 +160,7 @@ pub fn write_generation(
         }
         w.flush().map_err(io_err(&edges_path))?;
     }
+    trace.mark("dedup+edges");
     let meta = Meta { generation, terms, quads: n, pairs: pair_list };
     if n > 0 {
         // Left by a compaction that failed before its commit.
@@ -167,6 +169,7 @@ pub fn write_generation(
         let input = [EdgeInput::File(edges_path.clone())];
         solidgraph_store::import(&meta.quads_path(dir), &input, &[], &o, progress)?;
     }
+    trace.mark("import");
     std::fs::remove_file(&edges_path).map_err(io_err(&edges_path))?;
     meta.write(dir)?;
     Ok(meta)
@@ -219,18 +222,52 @@ fn remove_dead_partials(path: &Path) {
     }
 }
 
+/// With `SOLIDGRAPH_LOAD_TRACE` set, each phase of the load prints its
+/// wall and process CPU seconds on stderr (how many cores it kept busy).
+struct Trace(Option<(Instant, f64)>);
+
+/// User + system CPU seconds of this process (`/proc/self/stat`, in
+/// clock ticks of 1/100 s); 0 where it cannot be read.
+fn cpu_secs() -> f64 {
+    let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let f: Vec<&str> = s.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let t = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
+    (t(11) + t(12)) / 100.0
+}
+impl Trace {
+    fn new() -> Trace {
+        Trace(std::env::var_os("SOLIDGRAPH_LOAD_TRACE").map(|_| (Instant::now(), cpu_secs())))
+    }
+    fn mark(&mut self, what: &str) {
+        if let Some((t, c)) = self.0.as_mut() {
+            let (w, cc) = (t.elapsed().as_secs_f64(), cpu_secs() - *c);
+            eprintln!("phase {what:>12}: {w:.2} s wall, {cc:.2} s cpu, {:.2} cores", cc / w.max(1e-9));
+            *t = Instant::now();
+            *c = cpu_secs();
+        }
+    }
+}
+
 fn build(dir: &Path, files: &[PathBuf], o: &LoadOptions) -> Result<LoadReport> {
+    let mut trace = Trace::new();
     let bar = progress_bar(files, o);
     let input_bytes = files.iter().map(|f| std::fs::metadata(f).map_or(0, |m| m.len())).sum();
     // Half the budget for the quads' sort buffer; the term interner's map
     // takes the rest.
     let mut interner = Interner::new(dir, o.memory_budget / 2, input_bytes);
     let mut sorter = QuadSorter::new(dir, o.memory_budget / 2);
-    let (quads, skipped) = read_files(files, o, &bar, |q| interner.push(&quad_bytes(&q)?, &mut |ids| sorter.push(ids)))?;
+    let (quads, skipped) = parse::read_batches(files, o, &bar, |b| {
+        for q in b.quads() {
+            interner.push(&q, &mut |ids| sorter.push(ids))?;
+        }
+        Ok(())
+    })?;
     // The dictionary is written (and the interner's memory freed) before
     // the quads are merged.
+    trace.mark("parse+intern");
     bar.set_message("dictionary");
     let terms = interner.finish(&Meta { generation: 1, ..Meta::default() }.dict_path(dir), &mut |ids| sorter.push(ids))?;
+    trace.mark("dict+pending");
     bar.set_message("dedup");
     let mut sorter = Some(sorter);
     let progress = |phase: &str, done: u64, total: u64| {

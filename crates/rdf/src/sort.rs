@@ -11,6 +11,8 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
+use rayon::slice::ParallelSliceMut;
+
 use crate::error::{RdfError, Result, io_err};
 use crate::state::Ids;
 
@@ -55,7 +57,7 @@ impl QuadSorter {
         if self.runs.len() >= MAX_RUNS {
             return Err(RdfError::Invalid(format!("the load needs more than {MAX_RUNS} sorted runs; raise the memory budget")));
         }
-        self.buf.sort_unstable();
+        self.buf.par_sort_unstable();
         self.buf.dedup();
         let path = self.dir.join(format!("quads.run{}.tmp", self.runs.len()));
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&path).map_err(io_err(&path))?);
@@ -73,7 +75,7 @@ impl QuadSorter {
     /// Hands each distinct quad to `f`, in sorted order; returns how many.
     /// Removes the run files.
     pub fn finish(mut self, f: &mut dyn FnMut(Ids) -> Result<()>) -> Result<u64> {
-        self.buf.sort_unstable();
+        self.buf.par_sort_unstable();
         self.buf.dedup();
         if self.runs.is_empty() {
             for &q in &self.buf {
