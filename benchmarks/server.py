@@ -15,7 +15,8 @@ and 64 client threads measures for each contender:
     threads, the remote one keeps `prefetch` requests in flight): seeds/s
     over --loader-batches batches, one loader at a time.
 In process, the threads share one `solidgraph.open` Graph (the GIL is
-released inside each call); remote, each thread has its own channel.
+released inside each call); remote, each thread has its own channel
+(the native client, or grpcio's with --grpcio).
 Every point runs --rounds times, the two contenders alternating (which
 goes first alternates too); prints
 each round, then the median ratio and its spread (min-max). The machine's
@@ -105,6 +106,7 @@ def main():
     ap.add_argument("--workloads", default="sample,small,loader")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--loader-batches", type=int, default=64)
+    ap.add_argument("--grpcio", action="store_true", help="remote calls through grpcio instead of the native client")
     a = ap.parse_args()
     clients = [int(c) for c in a.clients.split(",")]
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR", "/tmp")) as tmp:
@@ -121,6 +123,10 @@ def main():
         try:
             addr = proc.stdout.readline().split()[-1]
             local = solidgraph.open(path, cache_bytes=a.cache_bytes)
+
+            def connect():
+                return solidgraph.connect(addr, native=not a.grpcio)
+
             rng = np.random.default_rng(7)
             batches = [rng.integers(0, n, 1024) for _ in range(64)]
             hot = rng.integers(0, n, 256)
@@ -130,7 +136,7 @@ def main():
                 return lambda: (local.sample_neighbors(batches[k[0] % 64], [25, 10], seed=k[0], tensors="x"), k.__setitem__(0, k[0] + 1))
 
             def remote_sample(i):
-                g = solidgraph.connect(addr)
+                g = connect()
                 k = [i]
                 return lambda: (g.sample_neighbors(batches[k[0] % 64], [25, 10], seed=k[0], tensors="x"), k.__setitem__(0, k[0] + 1))
 
@@ -139,17 +145,17 @@ def main():
                 return lambda: (local.neighbors(hot[k[0] % 256 : k[0] % 256 + 1]), k.__setitem__(0, k[0] + 1))
 
             def remote_small(i):
-                g = solidgraph.connect(addr)
+                g = connect()
                 k = [i]
                 return lambda: (g.neighbors(hot[k[0] % 256 : k[0] % 256 + 1]), k.__setitem__(0, k[0] + 1))
 
             # Warm both caches with every batch once.
             for b in batches:
                 local.sample_neighbors(b, [25, 10], seed=0, tensors="x")
-            warm = solidgraph.connect(addr)
+            warm = connect()
             for b in batches:
                 warm.sample_neighbors(b, [25, 10], seed=0, tensors="x")
-            remote = solidgraph.connect(addr)
+            remote = connect()
             runs = {"sample": (local_sample, remote_sample, "seeds/s", 1024), "small": (local_small, remote_small, "req/s", 1)}
             for workload in a.workloads.split(","):
                 if workload == "loader":

@@ -82,6 +82,20 @@ pub fn rows(a: Option<&Array>, what: &str, dtype: &str, size: usize, dim: u64, n
     Ok(a.data.clone())
 }
 
+/// Words whose bytes are their little-endian encoding: the server runs on
+/// little-endian hosts only (asserted here at compile time).
+struct LeWords(Vec<u64>);
+
+const _: () = assert!(cfg!(target_endian = "little"), "replies hand u64 words to the wire as their bytes");
+
+impl AsRef<[u8]> for LeWords {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: any bytes are valid u8 and u8 needs no alignment; the
+        // slice covers exactly the vector's initialized words.
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr().cast::<u8>(), self.0.len() * 8) }
+    }
+}
+
 /// A result: named arrays, sent as `Arrays` messages.
 #[derive(Default, Clone)]
 pub struct Out {
@@ -103,6 +117,12 @@ impl Out {
             b.extend_from_slice(&x.to_le_bytes());
         }
         self.push(name, "int64", vec![v.len() as u64], b.into());
+    }
+
+    /// As `int64`, handing the words to the reply without copying them.
+    pub fn int64_owned(&mut self, name: &str, v: Vec<u64>) {
+        let n = v.len() as u64;
+        self.push(name, "int64", vec![n], Bytes::from_owner(LeWords(v)));
     }
 
     pub fn int64_signed(&mut self, name: &str, v: &[i64]) {

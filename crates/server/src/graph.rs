@@ -225,13 +225,14 @@ impl Graph for GraphService {
         self.arrays("SampleNeighbors", &r.store, move |s, _| {
             let sm = sampler::sample_neighbors(s, &seeds, &o).or_status()?;
             let mut out = Out::default();
-            out.int64("node", &sm.node);
-            out.int64("row", &sm.row);
-            out.int64("col", &sm.col);
-            out.int64("edge", &sm.edge);
-            out.int64("num_sampled_nodes", &sm.num_sampled_nodes);
-            out.int64("num_sampled_edges", &sm.num_sampled_edges);
             let n = sm.node.len();
+            // The sample's arrays go out as the engine filled them.
+            out.int64_owned("node", sm.node);
+            out.int64_owned("row", sm.row);
+            out.int64_owned("col", sm.col);
+            out.int64_owned("edge", sm.edge);
+            out.int64_owned("num_sampled_nodes", sm.num_sampled_nodes);
+            out.int64_owned("num_sampled_edges", sm.num_sampled_edges);
             for (name, rows) in o.tensors.iter().zip(sm.tensors) {
                 out.rows(&format!("tensor/{name}"), rows, n);
             }
