@@ -223,27 +223,33 @@ fn remove_dead_partials(path: &Path) {
 }
 
 /// With `SOLIDGRAPH_LOAD_TRACE` set, each phase of the load prints its
-/// wall and process CPU seconds on stderr (how many cores it kept busy).
-struct Trace(Option<(Instant, f64)>);
+/// wall seconds, the process's CPU seconds (how many cores it kept busy)
+/// and the calling thread's (the part no other thread can take: with
+/// free cores a phase lasts at least that).
+struct Trace(Option<(Instant, f64, f64)>);
 
-/// User + system CPU seconds of this process (`/proc/self/stat`, in
-/// clock ticks of 1/100 s); 0 where it cannot be read.
-fn cpu_secs() -> f64 {
-    let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+/// User + system CPU seconds of `stat` (`/proc/self/stat` or
+/// `/proc/thread-self/stat`, in clock ticks of 1/100 s); 0 where it
+/// cannot be read.
+fn cpu_secs(stat: &str) -> f64 {
+    let s = std::fs::read_to_string(stat).unwrap_or_default();
     let f: Vec<&str> = s.rsplit(')').next().unwrap_or("").split_whitespace().collect();
     let t = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
     (t(11) + t(12)) / 100.0
 }
+
 impl Trace {
     fn new() -> Trace {
-        Trace(std::env::var_os("SOLIDGRAPH_LOAD_TRACE").map(|_| (Instant::now(), cpu_secs())))
+        Trace(std::env::var_os("SOLIDGRAPH_LOAD_TRACE").map(|_| (Instant::now(), cpu_secs("/proc/self/stat"), cpu_secs("/proc/thread-self/stat"))))
     }
+
     fn mark(&mut self, what: &str) {
-        if let Some((t, c)) = self.0.as_mut() {
-            let (w, cc) = (t.elapsed().as_secs_f64(), cpu_secs() - *c);
-            eprintln!("phase {what:>12}: {w:.2} s wall, {cc:.2} s cpu, {:.2} cores", cc / w.max(1e-9));
+        if let Some((t, c, m)) = self.0.as_mut() {
+            let (w, cc, mm) = (t.elapsed().as_secs_f64(), cpu_secs("/proc/self/stat") - *c, cpu_secs("/proc/thread-self/stat") - *m);
+            eprintln!("phase {what:>12}: {w:.2} s wall, {cc:.2} s cpu ({:.2} cores), {mm:.2} s on the calling thread", cc / w.max(1e-9));
             *t = Instant::now();
-            *c = cpu_secs();
+            *c = cpu_secs("/proc/self/stat");
+            *m = cpu_secs("/proc/thread-self/stat");
         }
     }
 }

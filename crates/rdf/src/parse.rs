@@ -360,10 +360,8 @@ fn read_sequential(s: &Source, o: &LoadOptions, bar: &ProgressBar, send: &mut dy
             }
             Err(RdfParseError::Io(e)) => return Err(io_err(&s.path)(e)),
         }
-        if batch.ends.len() >= BATCH_QUADS || batch.bytes.len() >= BLOCK {
-            if !send(Job::Ready(std::mem::take(&mut batch))) {
-                return Ok(false);
-            }
+        if (batch.ends.len() >= BATCH_QUADS || batch.bytes.len() >= BLOCK) && !send(Job::Ready(std::mem::take(&mut batch))) {
+            return Ok(false);
         }
     }
     Ok(send(Job::Ready(batch)))
