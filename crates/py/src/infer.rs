@@ -167,7 +167,7 @@ pub fn infer<'py>(
     progress: ProgressArg<'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let path = match path {
-        "auto" => PathChoice::Auto,
+        "auto" => PathChoice::default(),
         "stream" => PathChoice::Stream,
         "batched" => PathChoice::Batched,
         other => return Err(invalid(format!("path must be 'auto', 'stream' or 'batched', not {other:?}"))),

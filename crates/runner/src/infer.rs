@@ -54,13 +54,18 @@ pub struct InferOptions {
 }
 
 /// [`InferOptions::path`].
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum PathChoice {
-    /// The cheaper by the cost model ([`crate::cost`]).
-    #[default]
-    Auto,
+    /// The cheaper by the cost model ([`crate::cost`]) with these costs.
+    Auto(Costs),
     Stream,
     Batched,
+}
+
+impl Default for PathChoice {
+    fn default() -> Self {
+        PathChoice::Auto(Costs::default())
+    }
 }
 
 /// How [`infer_nodes_report`] ran a request.
@@ -87,7 +92,7 @@ impl Default for InferOptions {
             prefetch: 2,
             reopen: None,
             stream_bytes: 512 << 20,
-            path: PathChoice::Auto,
+            path: PathChoice::default(),
         }
     }
 }
@@ -155,7 +160,7 @@ pub fn infer_nodes_report(store: Arc<Store>, model: &Model, nodes: &[u64], o: &I
     if o.fanouts.is_none() {
         let batches = nodes.len().div_ceil(o.batch_size);
         let policy = match o.path {
-            PathChoice::Auto => Some(Policy::Cheaper { costs: Costs::default(), batches }),
+            PathChoice::Auto(costs) => Some(Policy::Cheaper { costs, batches }),
             PathChoice::Stream => Some(Policy::Always),
             PathChoice::Batched => None,
         };

@@ -11,6 +11,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{Skewed, model_zoo, rel_diff, skewed_store, splitmix};
+use solidgraph_runner::cost::Costs;
 use solidgraph_runner::infer::{InferOptions, PathChoice, RequestPath, infer_nodes_report};
 use solidgraph_runner::models::random_weights;
 use solidgraph_runner::stream::Projection;
@@ -77,9 +78,11 @@ fn streamed_requests_equal_batched_and_whole_graph_undirected_degree_order() {
     check(false, VertexOrder::Degree);
 }
 
-/// The cost model's choice (`PathChoice::Auto`): a request whose reach is a
-/// few percent of rows of 2 KiB runs batch by batch, one whose reach is most
+/// The cost model's choice (`PathChoice::Auto`): with costs where merged
+/// reads gain nothing over random ones, a request whose reach is a few
+/// percent of rows of 2 KiB runs batch by batch and one whose reach is most
 /// of the graph streams; both say why, and answers equal the forced paths'.
+/// With the measured costs both stream.
 #[test]
 fn the_cost_model_batches_a_sparse_reach_and_streams_a_dense_one() {
     const WIDE: usize = 512;
@@ -97,7 +100,8 @@ fn the_cost_model_batches_a_sparse_reach_and_streams_a_dense_one() {
             let o = InferOptions { batch_size: 8, path, ..Default::default() };
             infer_nodes_report(store.clone(), &model, targets, &o, &mut |_| {}).unwrap()
         };
-        let (auto, path) = run(PathChoice::Auto);
+        assert!(matches!(run(PathChoice::default()).1, RequestPath::Stream(_)), "{what}: the measured costs stream");
+        let (auto, path) = run(PathChoice::Auto(Costs { stream_io_us: 100.0, batched_io_us: 100.0, page_us: 100.0 }));
         let choice = match path {
             RequestPath::Stream(r) => r.choice.expect("the cost model chose"),
             RequestPath::BatchedCheaper(c) => c,
