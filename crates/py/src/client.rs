@@ -552,7 +552,7 @@ fn assemble(messages: Vec<Message>) -> Result<(Vec<Message>, Vec<Assembled>), Fa
                     .filter(|&s| s <= total)
                     .ok_or_else(|| malformed(&format!("array {:?} of shape {:?} is larger than the reply", c.name, c.shape)))?;
                 let whole = c.offset == 0 && c.data.len() == size;
-                let aligned = (messages[index].bytes().as_ptr() as usize + c.data.start) % item == 0;
+                let aligned = (messages[index].bytes().as_ptr() as usize + c.data.start).is_multiple_of(item);
                 let data = if whole && aligned { Data::View { message: index, range: c.data.clone() } } else { Data::Owned(Message::zeroed(size)) };
                 out.push(Assembled { name: c.name.clone(), dtype: c.dtype.clone(), shape: c.shape.clone(), data, got: 0 });
                 out.len() - 1
@@ -566,7 +566,7 @@ fn assemble(messages: Vec<Message>) -> Result<(Vec<Message>, Vec<Assembled>), Fa
         let end = usize::try_from(c.offset).ok().and_then(|o| o.checked_add(c.data.len()));
         let item = itemsize(&a.dtype).unwrap_or(1);
         match end {
-            Some(end) if end <= size && c.data.len() % item == 0 && a.got + c.data.len() <= size => {
+            Some(end) if end <= size && c.data.len().is_multiple_of(item) && a.got + c.data.len() <= size => {
                 if let Data::Owned(m) = &mut a.data {
                     m.bytes_mut()[end - c.data.len()..end].copy_from_slice(&messages[index].bytes()[c.data.clone()]);
                 }
