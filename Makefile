@@ -107,7 +107,7 @@ lint: venv
 # (crates/fuzzcheck/tests/corpus.rs).
 FUZZ_SECONDS ?= 20
 FUZZ_WORK    ?= /tmp/solidgraph-fuzz
-FUZZ_TARGETS := edges tensor_npy page store_bytes wal
+FUZZ_TARGETS := edges tensor_npy page store_bytes wal rdf_bytes rdf_wal server model
 
 fuzz:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install -q cargo-fuzz

@@ -7,7 +7,14 @@
 //! Targets: `edges` (text, CSV and .npy edge parsers), `tensor_npy` (.npy
 //! node tensors through an import), `page` (one page of a small store
 //! replaced, its kind kept), `store_bytes` (a byte range of a small store
-//! overwritten), `wal` (update records replayed at open).
+//! overwritten), `wal` (update records replayed at open), `rdf_bytes`
+//! and `rdf_wal` (an RDF store's files damaged, its log replayed: `rdf`),
+//! `server` (every request message of the gRPC services: `server`),
+//! `model` (the runner's model files: `model`).
+
+pub mod model;
+pub mod rdf;
+pub mod server;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -17,7 +24,7 @@ use solidgraph_engine::sampler::{SampleOptions, sample_neighbors};
 use solidgraph_io::SimDisk;
 use solidgraph_store::*;
 
-pub const TARGETS: [&str; 5] = ["edges", "tensor_npy", "page", "store_bytes", "wal"];
+pub const TARGETS: [&str; 9] = ["edges", "tensor_npy", "page", "store_bytes", "wal", "rdf_bytes", "rdf_wal", "server", "model"];
 
 /// The state budget of whole-graph algorithms under the fuzzer: a damaged
 /// store may declare billions of vertices, and libFuzzer stops a process
@@ -33,6 +40,10 @@ pub fn run(name: &str, data: &[u8]) {
         "page" => page(data),
         "store_bytes" => store_bytes(data),
         "wal" => wal(data),
+        "rdf_bytes" => rdf::rdf_bytes(data),
+        "rdf_wal" => rdf::rdf_wal(data),
+        "server" => server::server(data),
+        "model" => model::model(data),
         _ => panic!("no fuzz target {name}"),
     }
 }
@@ -44,15 +55,35 @@ const MAX_EDGES: usize = 1 << 16;
 /// A new directory in memory (/dev/shm, where fsync costs nothing) when
 /// there is one, else in the temporary directory: the targets write and
 /// sync small files per input, and a disk's syncs would bound their rate.
-fn memory_dir() -> PathBuf {
+pub(crate) fn memory_dir() -> PathBuf {
     let shm = Path::new("/dev/shm");
-    let dir = if shm.is_dir() { tempfile::tempdir_in(shm).or_else(|_| tempfile::tempdir()) } else { tempfile::tempdir() };
+    let root = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
+    static SWEPT: OnceLock<()> = OnceLock::new();
+    SWEPT.get_or_init(|| sweep(&root));
+    let prefix = format!("{DIR_PREFIX}{}-", std::process::id());
+    let dir = tempfile::Builder::new().prefix(&prefix).tempdir_in(&root).or_else(|_| tempfile::Builder::new().prefix(&prefix).tempdir());
     dir.expect("scratch dir").keep()
+}
+
+/// Names of the scratch directories, followed by the owner's process id:
+/// they outlive their process (libFuzzer exits without unwinding), so
+/// each process removes those of processes gone.
+const DIR_PREFIX: &str = "solidgraph-fuzz-";
+
+fn sweep(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(DIR_PREFIX).and_then(|r| r.split('-').next()).and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// A scratch directory for files the parsers read (one per process:
 /// libFuzzer runs one input at a time, and the lock serializes tests).
-fn scratch() -> std::sync::MutexGuard<'static, PathBuf> {
+pub(crate) fn scratch() -> std::sync::MutexGuard<'static, PathBuf> {
     static DIR: OnceLock<Mutex<PathBuf>> = OnceLock::new();
     let m = DIR.get_or_init(|| Mutex::new(memory_dir()));
     m.lock().unwrap_or_else(|p| p.into_inner())

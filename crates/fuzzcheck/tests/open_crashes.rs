@@ -171,3 +171,23 @@ fn page_region_past_the_store_listed_page_by_page() {
 fn store_bytes_vertex_count_sized_the_degree_check() {
     verify_refuses("store_bytes", "crash-63cb7f94df2631967513733bb4a4c686ee1c8c0b", "degrees cannot lie");
 }
+
+/// A damaged quad page of an RDF store (checksum recomputed) names term id
+/// 0, which no term has; decoding the quads indexed the batch's terms by it
+/// (rdf/src/store.rs `decode_quads`: "decoded above"). Now that is a
+/// corruption error naming the store, from the pattern reads and queries.
+#[test]
+fn rdf_bytes_quad_names_no_term() {
+    let data = input("rdf_bytes", "crash-7cf22295d3dad1bb6e85d1f18926f350ef7038b7");
+    let files = solidgraph_fuzzcheck::rdf::rdf_bytes_files(&data).expect("a whole input");
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, bytes) in &files {
+        let p = dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+    }
+    let s = solidgraph_rdf::RdfStore::open(dir.path(), &solidgraph_rdf::OpenOptions::default()).expect("the damaged store opens");
+    let e = s.quads_for_pattern(None, None, None, None).expect_err("the damaged quad is reported");
+    assert!(e.to_string().contains("no term"), "{e}");
+    replay("rdf_bytes", "crash-7cf22295d3dad1bb6e85d1f18926f350ef7038b7");
+}

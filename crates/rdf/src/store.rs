@@ -351,24 +351,29 @@ impl RdfStore {
         ids.sort_unstable();
         ids.dedup();
         let terms = data.terms(&ids)?;
-        let term = |id: u64| terms[ids.binary_search(&id).expect("decoded above")].clone().expect("every id decoded");
+        // A damaged quad page may name id 0 (no term) or an id the dictionary
+        // does not decode: an error naming the store, not a panic.
+        let term = |id: u64| match ids.binary_search(&id).ok().and_then(|i| terms[i].clone()) {
+            Some(t) => Ok(t),
+            None => Err(crate::error::corrupt(&self.inner.dir, format!("a quad names term id {id}, which is no term"))),
+        };
         found
             .into_iter()
             .map(|[s, p, o, g]| {
-                let subject = NamedOrBlankNode::try_from(term(s)).map_err(|_| RdfError::Evaluation(format!("term {s} is a literal in subject position")))?;
-                let predicate = match term(p) {
+                let subject = NamedOrBlankNode::try_from(term(s)?).map_err(|_| RdfError::Evaluation(format!("term {s} is a literal in subject position")))?;
+                let predicate = match term(p)? {
                     Term::NamedNode(n) => n,
                     _ => return Err(RdfError::Evaluation(format!("term {p} is not an IRI in predicate position"))),
                 };
                 let graph_name = match g {
                     0 => GraphName::DefaultGraph,
-                    g => match term(g) {
+                    g => match term(g)? {
                         Term::NamedNode(n) => GraphName::NamedNode(n),
                         Term::BlankNode(b) => GraphName::BlankNode(b),
                         _ => return Err(RdfError::Evaluation(format!("term {g} is a literal graph name"))),
                     },
                 };
-                Ok(Quad { subject, predicate, object: term(o), graph_name })
+                Ok(Quad { subject, predicate, object: term(o)?, graph_name })
             })
             .collect()
     }

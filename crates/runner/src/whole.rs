@@ -652,6 +652,11 @@ pub fn infer_all(store: &Store, model: &Model, o: &WholeOptions, progress: &mut 
                 }
                 v
             });
+        // The degree arrays are the state sized by the vertex count (4 B a
+        // vertex for each key, the pins' counts, the loops' weights): a
+        // damaged or hostile count is refused before they are allocated.
+        let per_vertex = 4 * (keys.len() as u64 + u64::from(pins) + u64::from(loops));
+        solidgraph_engine::state::reserve("infer_all", store, per_vertex, 0)?;
         let t = Instant::now();
         deg = degrees(store, &keys, pins, loops, ChunkLimit { pages: CHUNK_PAGES, edges: 1 << 22, vertices: 1 << 20 })?;
         report.degree_seconds = t.elapsed().as_secs_f64();

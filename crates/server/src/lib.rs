@@ -14,6 +14,7 @@ pub mod auth;
 mod errors;
 mod gate;
 mod graph;
+pub mod inproc;
 pub mod limits;
 mod oversize;
 mod replies;

@@ -1,0 +1,219 @@
+//! RDF targets on a small store built once (a dictionary with term,
+//! hash, directory and inline pages, quads in two graphs, pending updates
+//! in the log):
+//! - `rdf_bytes`: a byte range of one of the store's files overwritten
+//!   and the checksums it touches recomputed (dictionary pages, rdf.meta,
+//!   the quad store's pages, log records), then open and a few queries.
+//! - `rdf_wal`: update records with valid checksums replayed at open.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use solidgraph_rdf::{LoadOptions, NamedNode, OpenOptions, QueryOptions, QueryOutput, RdfStore, Term};
+
+/// The fixture's data: typed values that are inlined, strings, language
+/// tags, blank nodes, a named graph and a chain for path queries.
+const NQUADS: &str = r#"<http://x/a> <http://x/knows> <http://x/b> .
+<http://x/b> <http://x/knows> <http://x/c> .
+<http://x/c> <http://x/knows> <http://x/a> .
+<http://x/a> <http://x/age> "31"^^<http://www.w3.org/2001/XMLSchema#integer> .
+<http://x/b> <http://x/age> "047"^^<http://www.w3.org/2001/XMLSchema#integer> .
+<http://x/c> <http://x/age> "2.5"^^<http://www.w3.org/2001/XMLSchema#decimal> .
+<http://x/a> <http://x/born> "1990-01-02"^^<http://www.w3.org/2001/XMLSchema#date> .
+<http://x/b> <http://x/seen> "2020-05-06T07:08:09Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> .
+<http://x/c> <http://x/ok> "true"^^<http://www.w3.org/2001/XMLSchema#boolean> .
+<http://x/a> <http://x/name> "Ann"@en <http://x/g1> .
+<http://x/b> <http://x/name> "Bob" <http://x/g1> .
+_:n1 <http://x/knows> <http://x/a> <http://x/g2> .
+<http://x/c> <http://x/note> "a long note that is not inlined, with \"quotes\" and a newline\n" .
+"#;
+
+/// Runs after the load, so the store has pending updates in its log.
+const UPDATE: &str = r#"PREFIX x: <http://x/>
+INSERT DATA { x:d x:knows x:a . x:d x:age 12 . GRAPH x:g1 { x:d x:name "Dee" } } ;
+DELETE DATA { x:c x:knows x:a }"#;
+
+/// Queries every input runs (read paths: scans, lookups of constants,
+/// inlined values compared and ordered, a property path, an aggregate).
+const QUERIES: [&str; 5] = [
+    "SELECT * WHERE { GRAPH ?g { ?s ?p ?o } }",
+    "SELECT ?s ?o WHERE { ?s <http://x/age> ?o FILTER(?o > 3) } ORDER BY ?o",
+    "SELECT ?x WHERE { <http://x/a> <http://x/knows>+ ?x }",
+    "SELECT (COUNT(*) AS ?n) (MAX(?o) AS ?m) WHERE { ?s ?p ?o }",
+    "ASK { ?s <http://x/name> \"Ann\"@en }",
+];
+
+/// Solutions a query may yield (the fixture has a few dozen).
+const RESULT_LIMIT: u64 = 10_000;
+
+/// The store's files: relative path and bytes, in path order.
+pub struct RdfFixture {
+    pub files: Vec<(PathBuf, Vec<u8>)>,
+}
+
+pub fn rdf_fixture() -> &'static RdfFixture {
+    static F: OnceLock<RdfFixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let dir = crate::memory_dir();
+        let src = dir.join("in.nq");
+        std::fs::write(&src, NQUADS).expect("write fixture quads");
+        let st = dir.join("s.rdf");
+        RdfStore::bulk_load(&st, &[src], &LoadOptions::default()).expect("fixture load");
+        let s =
+            RdfStore::open(&st, &OpenOptions { writable: true, cache_bytes: 1 << 20, dict_cache_bytes: 1 << 20, ..Default::default() }).expect("fixture open");
+        s.update(UPDATE, &QueryOptions::default()).expect("fixture update");
+        drop(s);
+        let mut files = vec![];
+        list(&st, Path::new(""), &mut files);
+        files.sort();
+        assert!(files.iter().any(|f| f.0.to_string_lossy().starts_with("dict.")), "the fixture has a dictionary");
+        RdfFixture { files }
+    })
+}
+
+fn list(root: &Path, rel: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+    for e in std::fs::read_dir(root.join(rel)).expect("fixture dir") {
+        let e = e.expect("fixture entry");
+        let r = rel.join(e.file_name());
+        if e.file_type().expect("file type").is_dir() {
+            list(root, &r, out);
+        } else if r != Path::new("writer.lock") {
+            out.push((r.clone(), std::fs::read(root.join(&r)).expect("fixture file")));
+        }
+    }
+}
+
+/// Writes `files` as a store under the scratch directory and returns it.
+fn write_store(files: &[(PathBuf, Vec<u8>)]) -> PathBuf {
+    let d = crate::scratch().join("s.rdf");
+    let _ = std::fs::remove_dir_all(&d);
+    for (rel, bytes) in files {
+        let p = d.join(rel);
+        std::fs::create_dir_all(p.parent().expect("in the store")).expect("scratch store dir");
+        std::fs::write(&p, bytes).expect("write scratch store");
+    }
+    d
+}
+
+/// Opens the store at `dir` read-only and runs every query and a pattern
+/// read; errors are fine, panics are not.
+pub fn exercise(dir: &Path) {
+    let o = OpenOptions { cache_bytes: 1 << 20, dict_cache_bytes: 1 << 16, ..Default::default() };
+    let Ok(s) = RdfStore::open(dir, &o) else { return };
+    let q = QueryOptions { timeout: Some(Duration::from_secs(5)), result_limit: Some(RESULT_LIMIT), default_graph_as_union: true, ..Default::default() };
+    for text in QUERIES {
+        match s.query(text, &q) {
+            Ok(QueryOutput::Solutions { rows, .. }) => rows.take(RESULT_LIMIT as usize).for_each(drop),
+            Ok(QueryOutput::Triples(rows)) => rows.take(RESULT_LIMIT as usize).for_each(drop),
+            Ok(QueryOutput::Boolean(_)) | Err(_) => {}
+        }
+    }
+    let a = Term::NamedNode(NamedNode::new_unchecked("http://x/a"));
+    let _ = s.quads_for_pattern(Some(&a), None, None, None);
+    let _ = s.quads_for_pattern(None, None, Some(&a), None);
+    let _ = s.info();
+}
+
+/// data[0] picks a file of the fixture, data[1..5] a byte offset in it,
+/// data[5..] (up to a page) is written there; then the checksums of what
+/// was touched are recomputed.
+pub fn rdf_bytes(data: &[u8]) {
+    if let Some(files) = rdf_bytes_files(data) {
+        exercise(&write_store(&files));
+    }
+}
+
+/// The fixture's files as `rdf_bytes` changes them (None: input too short).
+pub fn rdf_bytes_files(data: &[u8]) -> Option<Vec<(PathBuf, Vec<u8>)>> {
+    if data.len() < 6 {
+        return None;
+    }
+    let mut files = rdf_fixture().files.clone();
+    let n = files.len();
+    let (rel, bytes) = &mut files[data[0] as usize % n];
+    if bytes.is_empty() {
+        return Some(files);
+    }
+    let at = u32::from_le_bytes(data[1..5].try_into().expect("4")) as usize % bytes.len();
+    let body = &data[5..data.len().min(5 + PAGE)];
+    let end = (at + body.len()).min(bytes.len());
+    bytes[at..end].copy_from_slice(&body[..end - at]);
+    reseal(rel, bytes, at, end);
+    Some(files)
+}
+
+const PAGE: usize = 4096;
+
+/// Recomputes the checksums over bytes `at..end` of the file `rel`.
+fn reseal(rel: &Path, bytes: &mut [u8], at: usize, end: usize) {
+    let name = rel.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let in_quads = rel.components().count() > 1;
+    if name.starts_with("dict.") {
+        for p in at / PAGE..=(end - 1) / PAGE {
+            let Some(pg) = bytes.get_mut(p * PAGE..(p + 1) * PAGE) else { continue };
+            if p == 0 {
+                let c = crc32c::crc32c(&pg[..PAGE - 4]);
+                pg[PAGE - 4..].copy_from_slice(&c.to_le_bytes());
+            } else {
+                let c = crc32c::crc32c(&pg[4..]);
+                pg[..4].copy_from_slice(&c.to_le_bytes());
+            }
+        }
+    } else if name == "rdf.meta" && bytes.len() >= 4 {
+        let k = bytes.len() - 4;
+        let c = crc32c::crc32c(&bytes[..k]);
+        bytes[k..].copy_from_slice(&c.to_le_bytes());
+    } else if name == "rdf.wal" || name == "wal.log" {
+        reseal_log(bytes);
+    } else if in_quads && bytes.len().is_multiple_of(PAGE) {
+        for p in at / PAGE..=(end - 1) / PAGE {
+            crate::reseal(bytes, PAGE, p);
+        }
+    }
+}
+
+/// Recomputes each log record's CRC (`magic u32 | len u32 | lsn u64 | crc
+/// u32 | payload`, the CRC over len, LSN and payload: the store's log and
+/// the RDF log share it) while the lengths frame records.
+fn reseal_log(b: &mut [u8]) {
+    let mut pos = 0;
+    while pos + 20 <= b.len() {
+        let len = u32::from_le_bytes(b[pos + 4..pos + 8].try_into().expect("4")) as usize;
+        let Some(end) = (pos + 20).checked_add(len).filter(|&e| e <= b.len()) else { break };
+        let c = crc32c::crc32c_append(crc32c::crc32c(&b[pos + 4..pos + 16]), &b[pos + 20..end]);
+        b[pos + 16..pos + 20].copy_from_slice(&c.to_le_bytes());
+        pos = end;
+    }
+}
+
+/// The RDF log's record magic ("WFDR").
+const RDF_WAL_MAGIC: u32 = 0x5244_4657;
+
+/// data is a list of update payloads, each `len u16 | bytes`, written as
+/// the RDF log's records with valid checksums and consecutive LSNs in
+/// place of the fixture's log: replay at open decodes and applies them.
+pub fn rdf_wal(data: &[u8]) {
+    exercise(&write_store(&rdf_wal_files(data)));
+}
+
+/// The fixture's files with the log `rdf_wal` makes of `data`.
+pub fn rdf_wal_files(data: &[u8]) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut log = Vec::new();
+    let (mut at, mut lsn) = (0, 1u64);
+    while at + 2 <= data.len() {
+        let len = u16::from_le_bytes([data[at], data[at + 1]]) as usize;
+        let p = &data[at + 2..(at + 2 + len).min(data.len())];
+        log.extend_from_slice(&RDF_WAL_MAGIC.to_le_bytes());
+        log.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        log.extend_from_slice(&lsn.to_le_bytes());
+        log.extend_from_slice(&[0; 4]);
+        log.extend_from_slice(p);
+        at += 2 + len;
+        lsn += 1;
+    }
+    reseal_log(&mut log);
+    let mut files: Vec<(PathBuf, Vec<u8>)> = rdf_fixture().files.iter().filter(|f| f.0 != Path::new("rdf.wal")).cloned().collect();
+    files.push((PathBuf::from("rdf.wal"), log));
+    files
+}
