@@ -118,10 +118,16 @@ def test_full_neighbourhood_equals_full_batch(case, kind, tmp_path):
     nodes = np.random.default_rng(2).permutation(case.g.num_nodes)[:150]
     nodes = np.concatenate([nodes, nodes[:5]])  # repeats get the same rows
     out = case.g.infer(model, nodes, batch_size=64)
+    auto = solidgraph.infer.last_request()
     with torch.no_grad():
         ref = m(case.xt, case.ei)[torch.from_numpy(nodes)].numpy()
     assert out.dtype == np.float32 and out.shape == ref.shape
     assert rel_err(out, ref) < TOL, rel_err(out, ref)
+    # The cost model's choice says why; either forced path gives the same rows.
+    assert auto["path"] in ("stream", "batched") and (auto["path"] == "batched" or auto["reason"].startswith("stream")), auto
+    for path in ("stream", "batched"):
+        assert rel_err(case.g.infer(model, nodes, batch_size=64, path=path), ref) < TOL, path
+        assert solidgraph.infer.last_request()["path"] == ("batched" if path == "batched" else auto["path"]), path
 
 
 @pytest.mark.parametrize("kind", MODELS)
@@ -230,6 +236,8 @@ def test_nodes_out_of_range(rand, sage_dir):
         rand.g.infer(sage_dir, [0], fanouts=[])
     with pytest.raises(InvalidArgumentError, match="batch_size"):
         rand.g.infer(sage_dir, [0], batch_size=0)
+    with pytest.raises(InvalidArgumentError, match="path must be"):
+        rand.g.infer(sage_dir, [0], path="fast")
 
 
 def test_unsupported_modules_are_named(tmp_path):
