@@ -191,3 +191,12 @@ fn rdf_bytes_quad_names_no_term() {
     assert!(e.to_string().contains("no term"), "{e}");
     replay("rdf_bytes", "crash-7cf22295d3dad1bb6e85d1f18926f350ef7038b7");
 }
+
+/// Found by rdf_bytes (round 3, build of 9c38a29): the quad store's
+/// superblock page overwritten from byte 16 (checksum recomputed) makes one
+/// input run past libFuzzer's 30 s timeout (42 s seen). Not yet diagnosed.
+#[test]
+#[ignore = "not fixed: an RDF store with a damaged quad-store superblock runs over 30 s"]
+fn rdf_bytes_damaged_superblock_timeout() {
+    replay("rdf_bytes", "timeout-12b10a4e29bb40a5a99a7720b964b403589a61f4");
+}
