@@ -45,6 +45,11 @@ fn open_base(dir: &Path, meta: &Meta, o: &OpenOptions) -> Result<Base> {
     let so = solidgraph_store::OpenOptions { cache_bytes: o.cache_bytes, writable: false, ..Default::default() };
     let store = solidgraph_store::Store::open(&meta.quads_path(dir), &so)?;
     let nodes = store.num_nodes();
+    // The load gives the quad store one vertex per term (and id 0): a
+    // damaged count would send pattern scans over ids no term has.
+    if nodes != meta.terms + 1 {
+        return Err(crate::error::corrupt(meta.quads_path(dir), format!("{nodes} vertices, rdf.meta says {} terms", meta.terms)));
+    }
     Ok(Base { store: Some(store), pairs: meta.pairs.clone(), nodes, quads: meta.quads })
 }
 
