@@ -16,6 +16,18 @@ fn input(target: &str, name: &str) -> Vec<u8> {
     std::fs::read(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()))
 }
 
+/// The RDF store an rdf_bytes input makes, written to a new directory.
+fn rdf_bytes_store(name: &str) -> tempfile::TempDir {
+    let files = solidgraph_fuzzcheck::rdf::rdf_bytes_files(&input("rdf_bytes", name)).expect("a whole input");
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, bytes) in &files {
+        let p = dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+    }
+    dir
+}
+
 /// A damaged adjacency page (checksum recomputed) decodes to a neighbor id
 /// at or past the vertex count; BFS indexes its `unvisited` bitmap by it
 /// (engine/src/frontier.rs `contains`: "index out of bounds: the len is 5
@@ -178,14 +190,7 @@ fn store_bytes_vertex_count_sized_the_degree_check() {
 /// corruption error naming the store, from the pattern reads and queries.
 #[test]
 fn rdf_bytes_quad_names_no_term() {
-    let data = input("rdf_bytes", "crash-7cf22295d3dad1bb6e85d1f18926f350ef7038b7");
-    let files = solidgraph_fuzzcheck::rdf::rdf_bytes_files(&data).expect("a whole input");
-    let dir = tempfile::tempdir().unwrap();
-    for (rel, bytes) in &files {
-        let p = dir.path().join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, bytes).unwrap();
-    }
+    let dir = rdf_bytes_store("crash-7cf22295d3dad1bb6e85d1f18926f350ef7038b7");
     let s = solidgraph_rdf::RdfStore::open(dir.path(), &solidgraph_rdf::OpenOptions::default()).expect("the damaged store opens");
     let e = s.quads_for_pattern(None, None, None, None).expect_err("the damaged quad is reported");
     assert!(e.to_string().contains("no term"), "{e}");
@@ -199,14 +204,7 @@ fn rdf_bytes_quad_names_no_term() {
 /// vertex count is not the dictionary's terms + 1, naming the quad store.
 #[test]
 fn rdf_bytes_damaged_superblock_vertex_count() {
-    let data = input("rdf_bytes", "timeout-12b10a4e29bb40a5a99a7720b964b403589a61f4");
-    let files = solidgraph_fuzzcheck::rdf::rdf_bytes_files(&data).expect("a whole input");
-    let dir = tempfile::tempdir().unwrap();
-    for (rel, bytes) in &files {
-        let p = dir.path().join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, bytes).unwrap();
-    }
+    let dir = rdf_bytes_store("timeout-12b10a4e29bb40a5a99a7720b964b403589a61f4");
     match solidgraph_rdf::RdfStore::open(dir.path(), &solidgraph_rdf::OpenOptions::default()) {
         Err(e @ solidgraph_rdf::RdfError::Corrupt { .. }) => assert!(e.to_string().contains("rdf.meta says"), "{e}"),
         Err(e) => panic!("a corruption error, not {e}"),
