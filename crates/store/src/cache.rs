@@ -193,7 +193,7 @@ impl Image {
     fn new(key: ImageKey, pages: Vec<u64>, page_size: usize) -> Image {
         debug_assert!(pages.windows(2).all(|w| w[0] < w[1]));
         let mut data = Vec::with_capacity(pages.len() * page_size);
-        // In 4 KiB pages: a fresh huge page costs 4-6x more per byte to
+        // In 4 KiB pages: a fresh huge page costs several times more per byte to
         // fault in than 4 KiB ones on a VM that hands freed memory back
         // to its host, and a pass reads the image in page order, where
         // huge pages save few TLB misses (docs/PERFORMANCE.md).
