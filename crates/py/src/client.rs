@@ -246,7 +246,11 @@ impl Message {
 /// aligned buffer; the status from the trailers (or from the headers of a
 /// Trailers-Only reply).
 async fn receive(mut channel: Channel, req: http::Request<tonic::body::Body>, max_message: usize) -> Result<Vec<Message>, Failure> {
-    let unavailable = |e: tonic::transport::Error| Failure::new(UNAVAILABLE, transport_message(&e));
+    let unavailable = |e: tonic::transport::Error| {
+        // The channel enforces the grpc-timeout header itself, so a short
+        // deadline may fire there rather than in `call`'s timer.
+        if timed_out(&e) { Failure::new(DEADLINE_EXCEEDED, "Deadline Exceeded") } else { Failure::new(UNAVAILABLE, transport_message(&e)) }
+    };
     std::future::poll_fn(|cx| channel.poll_ready(cx)).await.map_err(unavailable)?;
     let reply = channel.call(req).await.map_err(unavailable)?;
     let (head, mut body) = reply.into_parts();
@@ -279,6 +283,18 @@ async fn receive(mut channel: Channel, req: http::Request<tonic::body::Body>, ma
             }
         }
     }
+}
+
+/// Whether tonic's own deadline (`TimeoutExpired`) is in `e`'s source chain.
+fn timed_out(e: &tonic::transport::Error) -> bool {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(x) = src {
+        if x.is::<tonic::TimeoutExpired>() {
+            return true;
+        }
+        src = x.source();
+    }
+    false
 }
 
 fn transport_message(e: &tonic::transport::Error) -> String {
