@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use solidgraph_store::BackendChoice;
+
+use solidgraph_io::SimDisk;
 use solidgraph_rdf::{LoadOptions, NamedNode, OpenOptions, QueryOptions, QueryOutput, RdfStore, Term};
 
 /// The fixture's data: typed values that are inlined, strings, language
@@ -84,23 +87,43 @@ fn list(root: &Path, rel: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
     }
 }
 
-/// Writes `files` as a store under the scratch directory and returns it.
-fn write_store(files: &[(PathBuf, Vec<u8>)]) -> PathBuf {
+/// Whether `rel` is the quad store's member file (`<quads dir>/<member 0>`).
+fn is_member(rel: &Path) -> bool {
+    rel.parent().is_some_and(|q| q != Path::new("") && solidgraph_store::member_path(q, 0) == rel)
+}
+
+/// A store made of `files`: every file but the quad store's member under
+/// the scratch directory (the layout open reads), the member's bytes on a
+/// simulated disk, so an input costs no io_uring ring (its registered
+/// buffers were most of an open) and no member file write.
+pub struct Written {
+    pub dir: PathBuf,
+    pub quads: Option<std::sync::Arc<SimDisk>>,
+}
+
+/// Writes `files` as a store under the scratch directory.
+pub fn write_store(files: &[(PathBuf, Vec<u8>)]) -> Written {
     let d = crate::scratch().join("s.rdf");
     let _ = std::fs::remove_dir_all(&d);
+    let mut quads = None;
     for (rel, bytes) in files {
         let p = d.join(rel);
         std::fs::create_dir_all(p.parent().expect("in the store")).expect("scratch store dir");
-        std::fs::write(&p, bytes).expect("write scratch store");
+        if is_member(rel) {
+            let disk = SimDisk::new(1, 1);
+            disk.load(0, bytes.clone());
+            quads = Some(disk);
+        } else {
+            std::fs::write(&p, bytes).expect("write scratch store");
+        }
     }
-    d
+    Written { dir: d, quads }
 }
 
-/// Opens the store at `dir` read-only and runs every query and a pattern
-/// read; errors are fine, panics are not.
-pub fn exercise(dir: &Path) {
-    let o = OpenOptions { cache_bytes: 1 << 20, dict_cache_bytes: 1 << 16, ..Default::default() };
-    let Ok(s) = RdfStore::open(dir, &o) else { return };
+/// Opens the store `w` read-only and runs every query and a pattern read;
+/// errors are fine, panics are not.
+pub fn exercise(w: &Written) {
+    let Ok(s) = RdfStore::open(&w.dir, &open_options(w)) else { return };
     let q = QueryOptions { timeout: Some(Duration::from_secs(5)), result_limit: Some(RESULT_LIMIT), default_graph_as_union: true, ..Default::default() };
     for text in QUERIES {
         match s.query(text, &q) {
@@ -113,6 +136,12 @@ pub fn exercise(dir: &Path) {
     let _ = s.quads_for_pattern(Some(&a), None, None, None);
     let _ = s.quads_for_pattern(None, None, Some(&a), None);
     let _ = s.info();
+}
+
+/// The options `exercise` opens a written store with.
+pub fn open_options(w: &Written) -> OpenOptions {
+    let quads_backend = w.quads.clone().map_or(BackendChoice::Auto, BackendChoice::Sim);
+    OpenOptions { cache_bytes: 1 << 20, dict_cache_bytes: 1 << 16, quads_backend, ..Default::default() }
 }
 
 /// data[0] picks a file of the fixture, data[1..5] a byte offset in it,

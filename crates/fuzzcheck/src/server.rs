@@ -90,17 +90,19 @@ pub fn server(data: &[u8]) {
     let method = METHODS[sel as usize % METHODS.len()];
     let f = crate::fixture();
     let scratch = crate::scratch();
-    // A fresh copy per input: the fixture's directory (its log emptied),
-    // its image on a new simulated disk, and an empty data dir.
+    // A fresh copy per input: the fixture's directory (its log emptied;
+    // not its member file, which the simulated disk holds), its image on a
+    // new simulated disk, and an empty data dir.
     let dir = scratch.join(STORE);
     let data_dir = scratch.join("served");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&data_dir);
     std::fs::create_dir_all(&dir).expect("scratch store dir");
     std::fs::create_dir_all(&data_dir).expect("scratch data dir");
+    let member = solidgraph_store::member_path(&f.dir, 0);
     for e in std::fs::read_dir(&f.dir).expect("fixture dir") {
         let p = e.expect("fixture entry").path();
-        if p.is_file() && p.file_name().is_some_and(|n| n != "wal.log") {
+        if p.is_file() && p != member && p.file_name().is_some_and(|n| n != "wal.log") {
             std::fs::copy(&p, dir.join(p.file_name().expect("a name"))).expect("copy fixture file");
         }
     }

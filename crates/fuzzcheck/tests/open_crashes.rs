@@ -214,3 +214,21 @@ fn rdf_bytes_damaged_superblock_vertex_count() {
     replay("rdf_bytes", "timeout-12b10a4e29bb40a5a99a7720b964b403589a61f4");
     assert!(t.elapsed().as_secs() < 30, "within libFuzzer's timeout: {:?}", t.elapsed());
 }
+
+/// Found by rdf_bytes (round 4): the dictionary's header rewritten
+/// (checksum recomputed) declared a directory longer than its directory
+/// pages hold; open read the entries past the bytes read (rdf/src/dictfile.rs
+/// `le64`: "range end index 32 out of range for slice of length 24"). Open
+/// now checks the directory's length against the header's, a corruption
+/// error naming the dictionary.
+#[test]
+fn rdf_bytes_dictionary_directory_shorter_than_its_header() {
+    let name = "crash-905aaf18758ff7f2380d09f62d1369a3c34f2ee9";
+    let dir = rdf_bytes_store(name);
+    match solidgraph_rdf::RdfStore::open(dir.path(), &solidgraph_rdf::OpenOptions::default()) {
+        Err(e @ solidgraph_rdf::RdfError::Corrupt { .. }) => assert!(e.to_string().contains("dict."), "{e}"),
+        Err(e) => panic!("a corruption error, not {e}"),
+        Ok(_) => panic!("the damaged dictionary header is refused at open"),
+    }
+    replay("rdf_bytes", name);
+}

@@ -532,6 +532,11 @@ impl DictFile {
         };
         f.read_inline(dir_start + dir_pages, inline_pages, inline_count)?;
         let dir = f.read_dir(dir_start, dir_pages)?;
+        // The pages' own used counts must add up to the header's length,
+        // which the entries read below are indexed by.
+        if dir.len() as u64 != dir_len {
+            return Err(corrupt(path, format!("directory holds {} bytes, the header says {dir_len}", dir.len())));
+        }
         for i in 0..blocks as usize {
             f.block_first.push(le64(&dir, 16 * i));
             f.block_page.push(le64(&dir, 16 * i + 8));

@@ -62,11 +62,14 @@ pub struct OpenOptions {
     /// is read on demand; only its directory (16 bytes a 4 KiB page) and
     /// the terms added since the last compaction stay in memory.
     pub dict_cache_bytes: u64,
+    /// The quad store's I/O backend: a simulated disk lets the fuzz
+    /// targets open a store per input without an io_uring ring.
+    pub quads_backend: solidgraph_store::BackendChoice,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { writable: false, create: false, cache_bytes: 256 << 20, dict_cache_bytes: 32 << 20 }
+        OpenOptions { writable: false, create: false, cache_bytes: 256 << 20, dict_cache_bytes: 32 << 20, quads_backend: Default::default() }
     }
 }
 

@@ -42,7 +42,7 @@ fn open_base(dir: &Path, meta: &Meta, o: &OpenOptions) -> Result<Base> {
     if meta.quads == 0 {
         return Ok(Base { pairs: meta.pairs.clone(), ..Base::empty() });
     }
-    let so = solidgraph_store::OpenOptions { cache_bytes: o.cache_bytes, writable: false, ..Default::default() };
+    let so = solidgraph_store::OpenOptions { cache_bytes: o.cache_bytes, writable: false, backend: o.quads_backend.clone(), ..Default::default() };
     let store = solidgraph_store::Store::open(&meta.quads_path(dir), &so)?;
     let nodes = store.num_nodes();
     // The load gives the quad store one vertex per term (and id 0): a
