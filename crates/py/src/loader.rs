@@ -73,13 +73,40 @@ impl SampleLoader {
     }
 }
 
+/// A budget holds only if the batches' freed buffers go back to the
+/// system. glibc keeps them otherwise: its mmap threshold rises to the
+/// largest block freed (up to 32 MiB), so a batch's multi-MiB rows and edge
+/// arrays then come from per-thread arenas, where freed ones stay resident
+/// and fragment, uncounted by the budget (docs/PERFORMANCE.md, Loader). A
+/// fixed threshold maps every large buffer and unmaps it when freed, and
+/// threads that start from now on share at most two arenas, so few arenas
+/// hold free blocks the others cannot reuse (one arena fragments no less
+/// and makes every thread wait on one lock). Process-wide, set once; a
+/// no-op outside glibc.
+fn return_freed_buffers() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static SET: std::sync::Once = std::sync::Once::new();
+        SET.call_once(|| {
+            // SAFETY: mallopt only changes glibc's allocation parameters;
+            // blocks already allocated stay valid.
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+                libc::mallopt(libc::M_ARENA_MAX, 2);
+            }
+        });
+    }
+}
+
 /// The bound on a loader's memory outside the store's caches, in bytes by
 /// part (`ahead`, `gathered`, `handed`; `buffers`, the three within the
 /// cap; `working`, `store`, `total`), for batches of `batch_size` seeds
 /// sampled with `fanouts` and gathering `tensors`. With `memory_budget`,
 /// how the loader splits it: also `cache_bytes`, `row_cache_bytes`,
 /// `buffer_bytes` (the cap) and `minimum` (a budget below the minimum is an
-/// InvalidArgumentError naming it). With `seeds` (the ids batches are
+/// InvalidArgumentError naming it); a budget also makes the process's
+/// allocator return large freed blocks to the system (`return_freed_buffers`).
+/// With `seeds` (the ids batches are
 /// taken from), a batch's first hop is bounded by its seeds' degrees.
 #[pyfunction]
 #[pyo3(signature = (graph, batch_size, fanouts, tensors, direction="in", workers=2, prefetch=4, lookahead=32, memory_budget=None, seeds=None, replace=false))]
@@ -113,6 +140,7 @@ pub fn loader_memory<'py>(
         None => loader_memory_bound(&shape, &cfg).map_err(err)?,
         Some(budget) => {
             let plan = plan_budget(budget, &shape, &cfg).map_err(err)?;
+            return_freed_buffers();
             d.set_item("cache_bytes", plan.cache_bytes)?;
             d.set_item("row_cache_bytes", plan.row_cache_bytes)?;
             d.set_item("buffer_bytes", plan.buffer_bytes)?;
