@@ -112,7 +112,7 @@ pub fn rdf_cmd(a: RdfArgs) -> CliResult {
         }
         RdfCmd::Compact(a) => {
             if RdfStore::upgrade(&a.store)? {
-                println!("converted the dictionary to the current format (version 3: inline pages)");
+                println!("converted the dictionary to the current format (version 4: inline pages listed in its directory)");
             }
             let s = RdfStore::open(&a.store, &OpenOptions { writable: true, ..Default::default() })?;
             s.compact()?;

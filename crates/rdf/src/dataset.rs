@@ -58,12 +58,25 @@ impl QueryData {
         QueryData { snap, dict, side: Rc::default(), placeholders: None, paths: FxHashMap::default(), cancel: CancellationToken::new(), timeout: None }
     }
 
-    /// Registers the paths `path::rewrite` took out of the query: path `i`
-    /// is answered for the predicate IRI `prefix` + `i`. `cancel` stops a
-    /// path evaluation between levels.
-    pub fn set_paths(&mut self, prefix: &str, paths: &[Rewritten], cancel: CancellationToken, timeout: Option<Duration>) -> Result<()> {
+    /// The query's cancellation: `cancel` (fired at the deadline `timeout`)
+    /// stops a scan over every list between batches and a path evaluation
+    /// between levels.
+    pub fn set_cancel(&mut self, cancel: CancellationToken, timeout: Option<Duration>) {
         self.cancel = cancel;
         self.timeout = timeout;
+    }
+
+    /// The query's timeout error once it is cancelled.
+    fn check(&self) -> Result<()> {
+        if self.cancel.is_cancelled() {
+            return Err(RdfError::Timeout(self.timeout.unwrap_or_default()));
+        }
+        Ok(())
+    }
+
+    /// Registers the paths `path::rewrite` took out of the query: path `i`
+    /// is answered for the predicate IRI `prefix` + `i`.
+    pub fn set_paths(&mut self, prefix: &str, paths: &[Rewritten]) -> Result<()> {
         for (i, r) in paths.iter().enumerate() {
             let path = Path::compile(&r.expr, &mut |n| self.id(&Term::NamedNode(n.clone())))?;
             // The IRI is the query's own (a random prefix): a side term
@@ -89,24 +102,31 @@ impl QueryData {
         if [s, p, o, graph.flatten()].into_iter().flatten().any(|&x| x & SIDE != 0) {
             return Ok(Vec::new());
         }
-        let (Some(s), Some(o)) = (self.stored(s.copied()), self.stored(o.copied())) else { return Ok(Vec::new()) };
-        let mut found = self.snap.find(s, p.copied(), o, sel)?;
+        let Some((s, o)) = self.stored(s.copied(), o.copied())? else { return Ok(Vec::new()) };
+        let mut found = self.snap.find_checked(s, p.copied(), o, sel, &|| self.check())?;
         let mut ends: Vec<u64> = found.iter().flat_map(|q| [q[0], q[2]]).collect();
-        solidgraph_store_read(&self.dict).to_query_ids(&mut ends);
+        solidgraph_store_read(&self.dict).to_query_ids(&mut ends)?;
         for (q, e) in found.iter_mut().zip(ends.chunks_exact(2)) {
             (q[0], q[2]) = (e[0], e[1]);
         }
         Ok(found.into_iter().map(|[s, p, o, g]| InternalQuad { subject: s, predicate: p, object: o, graph_name: (g != 0).then_some(g) }).collect())
     }
 
-    /// A pattern's subject or object as the stored quads hold it: an
-    /// inlined value's term id (`None`, matching nothing, when no stored
-    /// term has that value), other ids as they are.
-    fn stored(&self, x: Option<u64>) -> Option<Option<u64>> {
-        match x {
-            Some(v) if inline::is_inline(v) => Some(Some(solidgraph_store_read(&self.dict).id_of_inline(v)?)),
-            x => Some(x),
+    /// A pattern's subject and object as the stored quads hold them: an
+    /// inlined value's term id, other ids as they are; `None` (the pattern
+    /// matches nothing) when no stored term has an inlined value given.
+    fn stored(&self, s: Option<u64>, o: Option<u64>) -> Result<Option<(Option<u64>, Option<u64>)>> {
+        let vs: Vec<u64> = [s, o].into_iter().flatten().filter(|&v| inline::is_inline(v)).collect();
+        if vs.is_empty() {
+            return Ok(Some((s, o)));
         }
+        let mut found = solidgraph_store_read(&self.dict).ids_of_inline(&vs)?.into_iter();
+        let mut term = |x: Option<u64>| match x {
+            Some(v) if inline::is_inline(v) => found.next().flatten().map(Some),
+            x => Some(x),
+        };
+        let (s, o) = (term(s), term(o));
+        Ok(s.zip(o))
     }
 
     /// The quads (start, `p`, end, graph) of the path `p` stands for.
@@ -117,13 +137,13 @@ impl QueryData {
             Some(Some(&g)) => vec![(GraphSel::Named(g), Some(g))],
             None => self.snap.graphs()?.into_iter().map(|g| (GraphSel::Named(g), Some(g))).collect(),
         };
-        let (Some(s), Some(o)) = (self.stored(s), self.stored(o)) else { return Ok(Vec::new()) };
+        let Some((s, o)) = self.stored(s, o)? else { return Ok(Vec::new()) };
         let mut out = Vec::new();
         for (graph, name) in graphs {
             let eval = Eval { snap: &self.snap, graph, cancel: &self.cancel, timeout: self.timeout };
             let pairs = eval.pairs(path, s, o, *bag)?;
             let mut ends: Vec<u64> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
-            solidgraph_store_read(&self.dict).to_query_ids(&mut ends);
+            solidgraph_store_read(&self.dict).to_query_ids(&mut ends)?;
             for e in ends.chunks_exact(2) {
                 out.push(InternalQuad { subject: e[0], predicate: p, object: e[1], graph_name: name });
             }
@@ -277,7 +297,7 @@ impl QueryableDataset<'static> for QueryData {
         if g & SIDE != 0 || inline::is_inline(*g) {
             return Ok(false);
         }
-        Ok(!self.snap.find(None, None, None, GraphSel::Named(*g))?.is_empty())
+        Ok(!self.snap.find_checked(None, None, None, GraphSel::Named(*g), &|| self.check())?.is_empty())
     }
 
     fn internalize_term(&self, term: Term) -> Result<u64> {

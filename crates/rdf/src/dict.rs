@@ -124,23 +124,37 @@ impl Dict {
     }
 
     /// Replaces each term id in `ids` that is an inlined value by its
-    /// inlined id (see inline.rs), with no term read; other ids stay.
-    pub fn to_query_ids(&self, ids: &mut [u64]) {
-        let file = self.file.as_deref().filter(|f| f.has_inline());
-        if file.is_none() && self.inline_of.is_empty() {
-            return;
+    /// inlined id (see inline.rs), with no term read (the file's inline
+    /// pages for all of them in one batch); other ids stay.
+    pub fn to_query_ids(&self, ids: &mut [u64]) -> Result<()> {
+        if let Some(f) = &self.file {
+            // Ids past the file's (terms added since) are left alone.
+            f.to_inline(ids)?;
         }
-        for id in ids {
-            let v = if *id > self.on_disk { self.inline_of.get(id).copied() } else { file.and_then(|f| f.inline_of(*id)) };
-            if let Some(v) = v {
-                *id = v;
+        if !self.inline_of.is_empty() {
+            for id in ids.iter_mut().filter(|id| **id > self.on_disk) {
+                if let Some(&v) = self.inline_of.get(id) {
+                    *id = v;
+                }
             }
         }
+        Ok(())
     }
 
-    /// The term id of the inlined value `v`, `None` if no term has it.
-    pub fn id_of_inline(&self, v: u64) -> Option<u64> {
-        self.id_of.get(&v).copied().or_else(|| self.file.as_ref()?.id_of_inline(v))
+    /// The term id of each inlined value of `vs`, `None` where no term has
+    /// it; the file's pages for all of them are read in one batch.
+    pub fn ids_of_inline(&self, vs: &[u64]) -> Result<Vec<Option<u64>>> {
+        let mut out: Vec<Option<u64>> = vs.iter().map(|v| self.id_of.get(v).copied()).collect();
+        if let Some(f) = self.file.as_ref().filter(|f| f.has_inline()) {
+            let ask: Vec<usize> = (0..vs.len()).filter(|&i| out[i].is_none()).collect();
+            if !ask.is_empty() {
+                let found = f.ids_of_inline(&ask.iter().map(|&i| vs[i]).collect::<Vec<_>>())?;
+                for (i, id) in ask.into_iter().zip(found) {
+                    out[i] = id;
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Terms decoded (id -> term) from the file since it was opened.
@@ -173,18 +187,20 @@ impl Dict {
     }
 }
 
-/// Converts a version 1 dictionary file (terms in blocks, read whole) or a
-/// version 2 one (paged, no inline pages) to the current format, in
-/// place: the new file is written beside it and renamed over it. Returns
-/// whether it converted anything.
+/// Converts a version 1 dictionary file (terms in blocks, read whole), a
+/// version 2 one (paged, no inline pages) or a version 3 one (inline pages
+/// not in the directory) to the current format, in place: the new file is
+/// written beside it and renamed over it. Returns whether it converted anything.
 pub fn upgrade(path: &Path) -> Result<bool> {
     let v = dictfile::version(path)?;
     if v == dictfile::VERSION {
         return Ok(false);
     }
-    let tmp = path.with_extension("v3.tmp");
+    let tmp = path.with_extension("up.tmp");
     let mut w = DictWriter::create(&tmp)?;
-    if v == dictfile::VERSION_NO_INLINE {
+    if v == dictfile::VERSION_INLINE_UNLISTED {
+        DictFile::open(path, 8 << 20)?.scan(&mut |t| w.push(t).map(|_| ()))?;
+    } else if v == dictfile::VERSION_NO_INLINE {
         DictFile::open_old(path, 8 << 20)?.scan(&mut |t| w.push(t).map(|_| ()))?;
     } else {
         read_v1(path, &mut |t| w.push(t).map(|_| ()))?;

@@ -1,4 +1,4 @@
-//! The term dictionary's file, `dict.<gen>` (format version 3): 4 KiB
+//! The term dictionary's file, `dict.<gen>` (format version 4): 4 KiB
 //! pages read with direct I/O through the I/O layer's `Volume`, each page
 //! checksummed, so a store's dictionary costs memory in proportion to its
 //! pages' directory, not its terms.
@@ -11,14 +11,19 @@
 //! then        hash pages: crc u32 | kind u8 | pad 3 | count u32 | pad 4 |
 //!             (hash u64, id u64)* sorted, 255 a page
 //! then        directory pages: crc u32 | kind u8 | pad 3 | len u32 | pad 4 | bytes:
-//!             (first id u64, first page u64) per block, first hash u64 per hash page
+//!             (first id u64, first page u64) per block, first hash u64 per
+//!             hash page, first id u64 per inline page
 //! then        inline pages: crc u32 | kind u8 | pad 3 | count u32 | pad 4 |
 //!             (id u64, inlined id u64)* in id order, 255 a page: the terms
 //!             that are values inlined in query-time ids (inline.rs)
 //! ```
 //!
-//! Version 3 adds the inline pages; a version 2 file (no inline pages) is
-//! read only to convert it (`solidgraph rdf compact`).
+//! Inline pages are read on demand through the same cache as the others:
+//! the directory's first id per page names the page of a term id. Version
+//! 3 has no inline entries in its directory: they are rebuilt at open by
+//! reading the inline pages once (8 bytes a page kept), and `solidgraph
+//! rdf compact` converts it. A version 2 file (no inline pages) is read
+//! only to convert it.
 //!
 //! id -> term: the directory names the block; term -> id: the hash names
 //! the hash page(s), the candidates' terms are read and compared, so a hash
@@ -41,15 +46,18 @@ use crate::error::{RdfError, Result, corrupt, io_err};
 
 pub const PAGE: usize = 4096;
 pub const MAGIC: &[u8; 8] = b"SGRDFDIC";
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
+/// Inline pages without their directory entries: opened, rebuilding them.
+pub const VERSION_INLINE_UNLISTED: u32 = 3;
 /// The paged format before inline pages: read only to convert it.
 pub const VERSION_NO_INLINE: u32 = 2;
 const KIND_TERMS: u8 = 1;
 const KIND_HASH: u8 = 2;
 const KIND_DIR: u8 = 3;
 const KIND_INLINE: u8 = 4;
-/// Inlined terms a file may list (16 bytes each in memory when open).
-const MAX_INLINE: u64 = 1 << 28;
+/// Inlined terms a file may list (a limit on everything; the directory
+/// holds 8 bytes per 255 of them when open).
+const MAX_INLINE: u64 = 1 << 32;
 const TERM_HEAD: usize = 24;
 const HASH_HEAD: usize = 16;
 const HASH_PER_PAGE: usize = (PAGE - HASH_HEAD) / 16;
@@ -261,12 +269,13 @@ impl DictWriter {
             let _ = std::fs::remove_file(p);
         }
         let hash_pages = first_hashes.len() as u64;
-        let mut dir = Vec::with_capacity(self.blocks.len() * 16 + first_hashes.len() * 8);
+        let inline_first = self.inline_firsts()?;
+        let mut dir = Vec::with_capacity(self.blocks.len() * 16 + first_hashes.len() * 8 + inline_first.len() * 8);
         for &(first, page) in &self.blocks {
             dir.extend_from_slice(&first.to_le_bytes());
             dir.extend_from_slice(&page.to_le_bytes());
         }
-        for h in &first_hashes {
+        for h in first_hashes.iter().chain(&inline_first) {
             dir.extend_from_slice(&h.to_le_bytes());
         }
         let mut dir_pages = 0u64;
@@ -280,6 +289,7 @@ impl DictWriter {
             dir_pages += 1;
         }
         let inline_pages = self.write_inline()?;
+        debug_assert_eq!(inline_pages, inline_first.len() as u64);
         self.runs = Runs::default();
         let mut head = [0u8; PAGE];
         head[..8].copy_from_slice(MAGIC);
@@ -300,14 +310,30 @@ impl DictWriter {
 }
 
 impl DictWriter {
-    /// Copies the inline file's (id, inlined id) pairs into inline pages;
-    /// returns their number.
-    fn write_inline(&mut self) -> Result<u64> {
+    /// The first id of each inline page to be written: every 255th id of
+    /// the inline file (read once more; 8 bytes a page in memory).
+    fn inline_firsts(&mut self) -> Result<Vec<u64>> {
         let ip = self.runs.0[0].clone();
         self.inline.flush().map_err(io_err(&ip))?;
         if self.inline_count > MAX_INLINE {
             return Err(RdfError::Invalid(format!("{} inlined terms, a dictionary lists {MAX_INLINE} at most", self.inline_count)));
         }
+        let mut r = BufReader::with_capacity(1 << 16, File::open(&ip).map_err(io_err(&ip))?);
+        let mut firsts = Vec::with_capacity(self.inline_count.div_ceil(HASH_PER_PAGE as u64) as usize);
+        for k in 0..self.inline_count {
+            let (id, _) = read_pair(&mut r, &ip)?.ok_or_else(|| RdfError::Invalid(format!("{}: cut short", ip.display())))?;
+            if k % HASH_PER_PAGE as u64 == 0 {
+                firsts.push(id);
+            }
+        }
+        Ok(firsts)
+    }
+
+    /// Copies the inline file's (id, inlined id) pairs into inline pages;
+    /// returns their number.
+    fn write_inline(&mut self) -> Result<u64> {
+        let ip = self.runs.0[0].clone();
+        self.inline.flush().map_err(io_err(&ip))?;
         let mut r = BufReader::with_capacity(1 << 16, File::open(&ip).map_err(io_err(&ip))?);
         let mut chunk = Vec::with_capacity(HASH_PER_PAGE);
         let mut pages = 0;
@@ -460,15 +486,17 @@ pub struct DictFile {
     /// First hash of each hash page.
     hash_first: Vec<u64>,
     cache: Mutex<Cache>,
-    /// The inline pages, both ways: id -> inlined id, inlined id -> id.
-    inline_of: FxHashMap<u64, u64>,
-    id_of: FxHashMap<u64, u64>,
+    /// First id of each inline page (read through the cache on demand).
+    inline_first: Vec<u64>,
+    /// Page number of the first inline page.
+    inline_start: u64,
     /// Terms decoded (id -> term) for callers, not for lookups' compares
     /// (a test counts them).
     reads: AtomicU64,
 }
 
-/// The version of the dictionary file at `path` (1: read whole at open, 2: paged).
+/// The version of the dictionary file at `path` (1: read whole at open, 2:
+/// paged, 3: inline pages, 4: listed in the directory).
 pub fn version(path: &Path) -> Result<u32> {
     let mut head = [0u8; 12];
     File::open(path).and_then(|mut f| f.read_exact(&mut head)).map_err(io_err(path))?;
@@ -479,18 +507,20 @@ pub fn version(path: &Path) -> Result<u32> {
 }
 
 impl DictFile {
+    /// Opens a version 4 file, or a version 3 one (its inline pages read
+    /// once to rebuild their directory).
     pub fn open(path: &Path, cache_bytes: u64) -> Result<DictFile> {
-        DictFile::open_version(path, cache_bytes, VERSION)
+        DictFile::open_version(path, cache_bytes, &[VERSION, VERSION_INLINE_UNLISTED])
     }
 
     /// Opens a version 2 file (no inline pages) to convert it.
     pub fn open_old(path: &Path, cache_bytes: u64) -> Result<DictFile> {
-        DictFile::open_version(path, cache_bytes, VERSION_NO_INLINE)
+        DictFile::open_version(path, cache_bytes, &[VERSION_NO_INLINE])
     }
 
-    fn open_version(path: &Path, cache_bytes: u64, want: u32) -> Result<DictFile> {
+    fn open_version(path: &Path, cache_bytes: u64, want: &[u32]) -> Result<DictFile> {
         let v = version(path)?;
-        if v != want {
+        if !want.contains(&v) {
             return Err(RdfError::OldFormat { path: path.to_path_buf(), found: v, reads: VERSION });
         }
         let len = std::fs::metadata(path).map_err(io_err(path))?.len();
@@ -509,15 +539,19 @@ impl DictFile {
         }
         let [terms, blocks, term_pages, hash_pages, dir_pages, dir_len, inline_pages, inline_count] = std::array::from_fn(|i| le64(head, 16 + 8 * i));
         let pages = len / PAGE as u64;
-        let dir_start = 1 + term_pages + hash_pages;
-        if dir_start.checked_add(dir_pages).and_then(|x| x.checked_add(inline_pages)) != Some(pages)
+        let listed = if v == VERSION { inline_pages } else { 0 };
+        let want_dir = blocks.checked_mul(16).and_then(|b| b.checked_add(hash_pages.checked_add(listed)?.checked_mul(8)?));
+        let dir_start = 1u64.checked_add(term_pages).and_then(|x| x.checked_add(hash_pages));
+        let end = dir_start.and_then(|d| d.checked_add(dir_pages)).and_then(|x| x.checked_add(inline_pages));
+        if end != Some(pages)
             || inline_count > MAX_INLINE
             || inline_count.div_ceil(HASH_PER_PAGE as u64) != inline_pages
-            || dir_len != blocks * 16 + hash_pages * 8
-            || dir_len > dir_pages * DIR_PER_PAGE as u64
+            || want_dir != Some(dir_len)
+            || dir_len > dir_pages.saturating_mul(DIR_PER_PAGE as u64)
         {
             return Err(corrupt(path, "header counts do not match the file's size"));
         }
+        let dir_start = dir_start.expect("checked with the file's size");
         let mut f = DictFile {
             path: path.to_path_buf(),
             vol,
@@ -526,11 +560,10 @@ impl DictFile {
             block_page: Vec::with_capacity(blocks as usize + 1),
             hash_first: Vec::with_capacity(hash_pages as usize),
             cache: Mutex::new(Cache { map: FxHashMap::default(), bytes: 0, budget: cache_bytes.max(PAGE as u64 * 16), tick: 0 }),
-            inline_of: FxHashMap::default(),
-            id_of: FxHashMap::default(),
+            inline_first: Vec::new(),
+            inline_start: dir_start + dir_pages,
             reads: AtomicU64::new(0),
         };
-        f.read_inline(dir_start + dir_pages, inline_pages, inline_count)?;
         let dir = f.read_dir(dir_start, dir_pages)?;
         // The pages' own used counts must add up to the header's length,
         // which the entries read below are indexed by.
@@ -543,6 +576,12 @@ impl DictFile {
         }
         let off = blocks as usize * 16;
         f.hash_first.extend((0..hash_pages as usize).map(|i| le64(&dir, off + 8 * i)));
+        let off = off + hash_pages as usize * 8;
+        if v == VERSION {
+            f.inline_first.extend((0..inline_pages as usize).map(|i| le64(&dir, off + 8 * i)));
+        } else if v == VERSION_INLINE_UNLISTED {
+            f.inline_first = f.list_inline(inline_pages, inline_count)?;
+        }
         f.block_first.push(terms + 1);
         f.block_page.push(1 + term_pages);
         let ok = f.block_first.first() == Some(&1) || terms == 0;
@@ -550,55 +589,99 @@ impl DictFile {
             || f.block_first.windows(2).any(|w| w[0] >= w[1])
             || f.block_page.windows(2).any(|w| w[0] >= w[1])
             || f.hash_first.windows(2).any(|w| w[0] > w[1])
+            || f.inline_first.windows(2).any(|w| w[0] >= w[1])
+            || f.inline_first.first().is_some_and(|&x| x == 0)
+            || f.inline_first.last().is_some_and(|&x| x > terms)
         {
             return Err(corrupt(path, "directory is not in order"));
         }
         Ok(f)
     }
 
-    /// Reads the inline pages (`n` from `start`, `count` pairs) into memory.
-    fn read_inline(&mut self, start: u64, n: u64, count: u64) -> Result<()> {
-        self.inline_of.reserve(count as usize);
-        self.id_of.reserve(count as usize);
-        let mut last = 0;
-        for first in (start..start + n).step_by(MAX_BATCH_PAGES) {
-            let ids: Vec<u64> = (first..(first + MAX_BATCH_PAGES as u64).min(start + n)).collect();
+    /// A version 3 file's inline directory: the first id of each of its
+    /// `n` inline pages, read in batches of 1 MiB and checked (`count`
+    /// pairs in all, in id order); nothing else of them is kept.
+    fn list_inline(&self, n: u64, count: u64) -> Result<Vec<u64>> {
+        let mut firsts = Vec::with_capacity(n as usize);
+        let (mut last, mut seen) = (0u64, 0u64);
+        for first in (self.inline_start..self.inline_start + n).step_by(256) {
+            let ids: Vec<u64> = (first..(first + 256).min(self.inline_start + n)).collect();
             let pages = self.vol.read(&ids).map_err(|e| corrupt(&self.path, e.to_string()))?;
             for (i, &page) in ids.iter().enumerate() {
-                let pg = pages.page(i);
-                let k = le32(pg, 8) as usize;
-                if crc32c::crc32c(&pg[4..]) != le32(pg, 0) || pg[4] != KIND_INLINE || k == 0 || k > HASH_PER_PAGE {
-                    return Err(corrupt(&self.path, format!("inline page {page} fails its checksum")));
+                let blk = self.parse(page, pages.page(i).to_vec(), KIND_INLINE)?;
+                let k = blk.offs[0] as usize;
+                if le64(&blk.bytes, HASH_HEAD) <= last {
+                    return Err(corrupt(&self.path, format!("inline page {page}: ids out of order")));
                 }
-                for j in 0..k {
-                    let (id, v) = (le64(pg, HASH_HEAD + 16 * j), le64(pg, HASH_HEAD + 16 * j + 8));
-                    if id <= last || id > self.terms || !crate::inline::is_inline(v) || self.id_of.insert(v, id).is_some() {
-                        return Err(corrupt(&self.path, format!("inline page {page}: entry {j} is out of order or repeats a value")));
-                    }
-                    self.inline_of.insert(id, v);
-                    last = id;
-                }
+                firsts.push(le64(&blk.bytes, HASH_HEAD));
+                last = le64(&blk.bytes, HASH_HEAD + 16 * (k - 1));
+                seen += k as u64;
             }
         }
-        if self.inline_of.len() as u64 != count {
-            return Err(corrupt(&self.path, format!("{} inlined terms, the header says {count}", self.inline_of.len())));
+        if seen != count {
+            return Err(corrupt(&self.path, format!("{seen} inlined terms, the header says {count}")));
+        }
+        Ok(firsts)
+    }
+
+    /// Replaces each id of `ids` that is a term of this file with an
+    /// inlined value by its inlined id; other ids stay. The inline pages
+    /// the ids fall in are read in one batch through the cache.
+    pub fn to_inline(&self, ids: &mut [u64]) -> Result<()> {
+        if self.inline_first.is_empty() {
+            return Ok(());
+        }
+        let page_of = |id: u64| (1..=self.terms).contains(&id).then(|| self.inline_first.partition_point(|&f| f <= id).checked_sub(1)).flatten();
+        let mut pages: Vec<usize> = ids.iter().filter_map(|&id| page_of(id)).collect();
+        pages.sort_unstable();
+        pages.dedup();
+        if pages.is_empty() {
+            return Ok(());
+        }
+        let starts: Vec<u64> = pages.iter().map(|&p| self.inline_start + p as u64).collect();
+        let blocks = self.blocks(&starts, &vec![1; starts.len()], KIND_INLINE)?;
+        for (k, blk) in blocks.iter().enumerate() {
+            self.check_inline(pages[k], blk)?;
+        }
+        for id in ids.iter_mut() {
+            let Some(p) = page_of(*id) else { continue };
+            let blk = &blocks[pages.binary_search(&p).expect("page listed")];
+            let n = blk.offs[0] as usize;
+            let at = partition(n, |j| le64(&blk.bytes, HASH_HEAD + 16 * j) < *id);
+            if at < n && le64(&blk.bytes, HASH_HEAD + 16 * at) == *id {
+                *id = le64(&blk.bytes, HASH_HEAD + 16 * at + 8);
+            }
         }
         Ok(())
     }
 
-    /// The inlined id of term `id`, if it is an inlined value.
-    pub fn inline_of(&self, id: u64) -> Option<u64> {
-        self.inline_of.get(&id).copied()
+    /// Checks that inline page `p` (parsed: ids ascending, values inlined)
+    /// holds the ids the directory says: from its first id to below the next page's.
+    fn check_inline(&self, p: usize, blk: &Block) -> Result<()> {
+        let n = blk.offs[0] as usize;
+        let limit = self.inline_first.get(p + 1).copied().unwrap_or(self.terms + 1);
+        if le64(&blk.bytes, HASH_HEAD) != self.inline_first[p] || le64(&blk.bytes, HASH_HEAD + 16 * (n - 1)) >= limit {
+            return Err(corrupt(&self.path, format!("inline page {}: does not hold the ids the directory says", self.inline_start + p as u64)));
+        }
+        Ok(())
     }
 
-    /// The term id of an inlined value, if a term of the file has it.
-    pub fn id_of_inline(&self, v: u64) -> Option<u64> {
-        self.id_of.get(&v).copied()
+    /// The term id of each inlined value of `vs`, `None` when no term of
+    /// the file has it: its canonical literal looked up like any term (one
+    /// batch), since a term is inlined exactly when it is that literal.
+    pub fn ids_of_inline(&self, vs: &[u64]) -> Result<Vec<Option<u64>>> {
+        if self.inline_first.is_empty() {
+            return Ok(vec![None; vs.len()]);
+        }
+        let bytes: Vec<Option<Vec<u8>>> = vs.iter().map(|&v| crate::inline::canonical(v).map(|l| crate::term::to_bytes(&l.into()))).collect();
+        let ask: Vec<&[u8]> = bytes.iter().flatten().map(Vec::as_slice).collect();
+        let mut found = self.lookup(&ask)?.into_iter();
+        Ok(bytes.iter().map(|b| b.as_ref().and_then(|_| found.next().flatten())).collect())
     }
 
     /// Whether the file has any inlined term.
     pub fn has_inline(&self) -> bool {
-        !self.inline_of.is_empty()
+        !self.inline_first.is_empty()
     }
 
     /// Terms decoded (id -> term) since the file was opened.
@@ -688,6 +771,16 @@ impl DictFile {
         if kind == KIND_HASH {
             if count > HASH_PER_PAGE {
                 return Err(bad("hash page count too large"));
+            }
+            return Ok(Block { bytes: bytes.into_boxed_slice(), offs: vec![count as u32] });
+        }
+        if kind == KIND_INLINE {
+            if count == 0 || count > HASH_PER_PAGE {
+                return Err(bad("inline page count out of range"));
+            }
+            let entry = |j: usize| (le64(&bytes, HASH_HEAD + 16 * j), le64(&bytes, HASH_HEAD + 16 * j + 8));
+            if (0..count).any(|j| !crate::inline::is_inline(entry(j).1) || (j > 0 && entry(j - 1).0 >= entry(j).0)) {
+                return Err(bad("inline entries out of order or not inlined values"));
             }
             return Ok(Block { bytes: bytes.into_boxed_slice(), offs: vec![count as u32] });
         }
@@ -943,8 +1036,27 @@ mod tests {
         assert_eq!(left, ["dict.1"]);
     }
 
+    /// Checks both ways of the inline pages against `encode_bytes`: all
+    /// ids in one batch, then one at a time.
+    fn check_inline(f: &DictFile, ts: &[Vec<u8>]) {
+        let want: Vec<u64> = ts.iter().enumerate().map(|(i, t)| crate::inline::encode_bytes(t).unwrap_or(i as u64 + 1)).collect();
+        let mut all: Vec<u64> = (1..=ts.len() as u64).collect();
+        f.to_inline(&mut all).unwrap();
+        assert_eq!(all, want);
+        for (i, &w) in want.iter().enumerate().rev() {
+            let mut one = [i as u64 + 1];
+            f.to_inline(&mut one).unwrap();
+            assert_eq!(one[0], w, "term {}", i + 1);
+        }
+        let vs: Vec<u64> = want.iter().copied().filter(|&v| crate::inline::is_inline(v)).collect();
+        let ids = f.ids_of_inline(&vs).unwrap();
+        for (v, id) in vs.iter().zip(ids) {
+            assert_eq!(want[id.expect("a term has the value") as usize - 1], *v);
+        }
+    }
+
     #[test]
-    fn inline_pages_list_the_inlined_terms_and_version_2_is_upgraded() {
+    fn inline_pages_are_read_on_demand_and_versions_2_and_3_are_upgraded() {
         use oxrdf::{Literal, NamedNode, Term};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dict.1");
@@ -954,32 +1066,63 @@ mod tests {
         let mut ts = terms(10);
         ts.extend((0..600).map(|i| int(&i.to_string())));
         ts.push(int("007"));
+        ts.extend(terms(30));
         write(&path, &ts);
-        let f = DictFile::open(&path, 1 << 20).unwrap();
-        for (i, t) in ts.iter().enumerate() {
-            let id = i as u64 + 1;
-            assert_eq!(f.inline_of(id), crate::inline::encode_bytes(t), "term {id}");
-            if let Some(v) = f.inline_of(id) {
-                assert_eq!(f.id_of_inline(v), Some(id));
-            }
-        }
-        assert_eq!(f.inline_of(ts.len() as u64), None, "007 is not canonical");
+        let v4 = std::fs::read(&path).unwrap();
+        // The smallest cache (16 pages): the inline pages are read and evicted again.
+        let f = DictFile::open(&path, 0).unwrap();
+        check_inline(&f, &ts);
+        assert_eq!(f.ids_of_inline(&[crate::inline::encode_bytes(&int("600")).unwrap()]).unwrap(), [None]);
+        let mut one = [611];
+        f.to_inline(&mut one).unwrap();
+        assert_eq!(one, [611], "007 is not canonical");
         drop(f);
-        // The same file as version 2 wrote it: no inline pages.
-        let mut b = std::fs::read(&path).unwrap();
-        let inline_pages = le64(&b, 16 + 8 * 6) as usize;
+        // Inline pages are not read at open: a damaged one is found by the lookup that reads it.
+        let inline_pages = le64(&v4, 16 + 8 * 6) as usize;
         assert_eq!(inline_pages, 3);
+        let mut b = v4.clone();
+        let second = b.len() - 2 * PAGE;
+        b[second + 100] ^= 1;
+        std::fs::write(&path, &b).unwrap();
+        let f = DictFile::open(&path, 1 << 20).unwrap();
+        let mut ids = [11, 12];
+        f.to_inline(&mut ids).unwrap();
+        let e = f.to_inline(&mut [400]).unwrap_err().to_string();
+        assert!(e.contains(&format!("page {}", second / PAGE)) && e.contains("checksum"), "{e}");
+        drop(f);
+        // Version 3 as the previous build wrote it: the directory without inline entries.
+        let mut b = v4.clone();
+        let dir_pages = le64(&b, 16 + 8 * 4) as usize;
+        assert_eq!(dir_pages, 1);
+        let dir_at = b.len() - (inline_pages + 1) * PAGE;
+        let used = le32(&b, dir_at + 8) as usize - 8 * inline_pages;
+        b[dir_at + 8..dir_at + 12].copy_from_slice(&(used as u32).to_le_bytes());
+        b[dir_at + DIR_HEAD + used..dir_at + PAGE].fill(0);
+        put_crc(&mut b[dir_at..dir_at + PAGE]);
+        b[16 + 8 * 5..16 + 8 * 6].copy_from_slice(&(used as u64).to_le_bytes());
+        b[8..12].copy_from_slice(&VERSION_INLINE_UNLISTED.to_le_bytes());
+        let c = crc32c::crc32c(&b[..PAGE - 4]);
+        b[PAGE - 4..PAGE].copy_from_slice(&c.to_le_bytes());
+        std::fs::write(&path, &b).unwrap();
+        check_inline(&DictFile::open(&path, 0).unwrap(), &ts);
+        assert!(crate::dict::upgrade(&path).unwrap());
+        assert!(std::fs::read(&path).unwrap() == v4, "version 3 upgraded is the file version 4 writes");
+        // Version 2: no inline pages.
+        let mut b = v4.clone();
         b.truncate(b.len() - inline_pages * PAGE);
+        b[dir_at + 8..dir_at + 12].copy_from_slice(&(used as u32).to_le_bytes());
+        b[dir_at + DIR_HEAD + used..dir_at + PAGE].fill(0);
+        put_crc(&mut b[dir_at..dir_at + PAGE]);
+        b[16 + 8 * 5..16 + 8 * 6].copy_from_slice(&(used as u64).to_le_bytes());
         b[8..12].copy_from_slice(&VERSION_NO_INLINE.to_le_bytes());
         b[16 + 8 * 6..16 + 8 * 8].fill(0);
         let c = crc32c::crc32c(&b[..PAGE - 4]);
         b[PAGE - 4..PAGE].copy_from_slice(&c.to_le_bytes());
         std::fs::write(&path, &b).unwrap();
         let e = DictFile::open(&path, 1 << 20).err().expect("version 2 refused");
-        assert!(matches!(e, RdfError::OldFormat { found: 2, reads: 3, .. }), "{e}");
+        assert!(matches!(e, RdfError::OldFormat { found: 2, reads: 4, .. }), "{e}");
         assert!(crate::dict::upgrade(&path).unwrap());
-        let f = DictFile::open(&path, 1 << 20).unwrap();
-        assert_eq!((1..=ts.len() as u64).filter(|&id| f.inline_of(id).is_some()).count(), 600);
+        assert!(std::fs::read(&path).unwrap() == v4, "version 2 upgraded is the file version 4 writes");
     }
 
     #[test]

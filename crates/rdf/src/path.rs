@@ -240,6 +240,14 @@ pub struct Eval<'a> {
 type Pairs = Vec<(u64, u64)>;
 
 impl Eval<'_> {
+    /// The query's timeout error once it is cancelled.
+    fn check(&self) -> Result<()> {
+        if self.cancel.is_cancelled() {
+            return Err(RdfError::Timeout(self.timeout.unwrap_or_default()));
+        }
+        Ok(())
+    }
+
     /// The (start, end) pairs of `path`: from `start` if bound, to `end` if
     /// bound (both: at most the one pair, or one per path if `bag`), else
     /// over the whole graph.
@@ -267,9 +275,7 @@ impl Eval<'_> {
     /// (anchor, reached) pairs of `path` from each of `anchors` (distinct):
     /// forward, the anchor is the start; backward, the end.
     fn eval(&self, path: &Path, anchors: &[u64], fwd: bool) -> Result<Pairs> {
-        if self.cancel.is_cancelled() {
-            return Err(RdfError::Timeout(self.timeout.unwrap_or_default()));
-        }
+        self.check()?;
         let out = match path {
             Path::Pred(p) => self.step(anchors, fwd, &|x| x == *p)?,
             Path::Neg(ps) => self.step(anchors, fwd, &|x| !ps.contains(&x))?,
@@ -358,7 +364,7 @@ impl Eval<'_> {
     /// every node with a first step, so each is evaluated once.
     fn candidates(&self, path: &Path, fwd: bool) -> Result<Vec<u64>> {
         let ends_of = |p: Option<u64>| -> Result<Vec<u64>> {
-            let quads = self.snap.find(None, p, None, self.graph)?;
+            let quads = self.snap.find_checked(None, p, None, self.graph, &|| self.check())?;
             Ok(if fwd { quads.iter().map(|q| q[0]).collect() } else { quads.iter().map(|q| q[2]).collect() })
         };
         Ok(match path {
@@ -373,7 +379,7 @@ impl Eval<'_> {
             }
             Path::Plus(a) => self.candidates(a, fwd)?,
             Path::Star(_) | Path::Opt(_) => {
-                let quads = self.snap.find(None, None, None, self.graph)?;
+                let quads = self.snap.find_checked(None, None, None, self.graph, &|| self.check())?;
                 quads.iter().flat_map(|q| [q[0], q[2]]).collect()
             }
         })

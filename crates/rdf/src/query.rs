@@ -118,11 +118,12 @@ pub fn eval_error(e: QueryEvaluationError, limit: Option<Duration>) -> RdfError 
 pub fn run(query: &spargebra::Query, mut data: QueryData, o: &QueryOptions) -> Result<QueryOutput> {
     let token = CancellationToken::new();
     let deadline = Deadline::start(o.timeout, &token);
+    data.set_cancel(token.clone(), o.timeout);
     let mut query = query.clone();
     if !o.default_graph_as_union && query.dataset().is_none() {
         let prefix = format!("urn:x-solidgraph-path:{:016x}:", RandomState::new().build_hasher().finish());
         let paths = path::rewrite(&mut query, &prefix);
-        data.set_paths(&prefix, &paths, token.clone(), o.timeout)?;
+        data.set_paths(&prefix, &paths)?;
     }
     // A SERVICE name is externalized by spareval for its own use: no
     // placeholders then.

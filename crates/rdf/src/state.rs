@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use solidgraph_store::{Direction, Store};
@@ -16,6 +17,15 @@ pub type Ids = [u64; 4];
 
 /// Vertices per batch of a scan over every subject's list.
 const SCAN_BATCH: u64 = 4096;
+
+/// Called before each batch of a scan over every subject's list: an error
+/// (the query's deadline passed, or it was cancelled) ends the scan with it.
+pub type Check<'a> = &'a dyn Fn() -> Result<()>;
+
+/// A [`Check`] that never stops a scan (compaction, pattern reads outside a query).
+pub fn unchecked() -> Result<()> {
+    Ok(())
+}
 
 /// Which graphs a lookup matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,15 +56,20 @@ pub struct Base {
     /// Page-store vertex count: ids at or above it have no lists.
     pub nodes: u64,
     pub quads: u64,
+    /// Lists read by scans over every subject (a test checks that a
+    /// deadline stops a scan early).
+    pub scanned: AtomicU64,
 }
 
 impl Base {
     pub fn empty() -> Base {
-        Base { store: None, pairs: Vec::new(), nodes: 0, quads: 0 }
+        Base { store: None, pairs: Vec::new(), nodes: 0, quads: 0, scanned: AtomicU64::new(0) }
     }
 
-    /// Quads in pages matching the pattern, sorted, distinct.
-    fn find(&self, s: Option<u64>, p: Option<u64>, o: Option<u64>, g: GraphSel) -> Result<Vec<Ids>> {
+    /// Quads in pages matching the pattern, sorted, distinct; a pattern
+    /// with subject and object open scans every list, calling `check`
+    /// before each batch.
+    fn find(&self, s: Option<u64>, p: Option<u64>, o: Option<u64>, g: GraphSel, check: Check) -> Result<Vec<Ids>> {
         let Some(store) = &self.store else { return Ok(Vec::new()) };
         let label_ok = |l: u32| {
             let Some(&(pg, pp)) = self.pairs.get(l as usize) else { return false };
@@ -89,9 +104,11 @@ impl Base {
             (None, None) => {
                 let mut lo = 0;
                 while lo < self.nodes {
+                    check()?;
                     let hi = (lo + SCAN_BATCH).min(self.nodes);
                     let ids: Vec<u64> = (lo..hi).collect();
                     take(Direction::Out, &ids, None)?;
+                    self.scanned.fetch_add(hi - lo, Ordering::Relaxed);
                     lo = hi;
                 }
             }
@@ -192,7 +209,13 @@ pub struct Snapshot {
 impl Snapshot {
     /// Quads matching the pattern, sorted by (s, p, o, g), distinct.
     pub fn find(&self, s: Option<u64>, p: Option<u64>, o: Option<u64>, g: GraphSel) -> Result<Vec<Ids>> {
-        let mut out = self.base.find(s, p, o, g)?;
+        self.find_checked(s, p, o, g, &unchecked)
+    }
+
+    /// [`Snapshot::find`], calling `check` between the batches of a scan
+    /// over every list (subject and object open) and stopping at its error.
+    pub fn find_checked(&self, s: Option<u64>, p: Option<u64>, o: Option<u64>, g: GraphSel, check: Check) -> Result<Vec<Ids>> {
+        let mut out = self.base.find(s, p, o, g, check)?;
         if !self.delta.removed.is_empty() {
             out.retain(|q| !self.delta.removed.contains(q));
         }
@@ -265,7 +288,8 @@ impl Snapshot {
     /// Applies one change to `delta` (this snapshot's view, updated by the
     /// caller as it goes); returns whether the store changed.
     pub fn apply(&self, delta: &mut Delta, insert: bool, q: Ids) -> Result<bool> {
-        let in_base = !self.base.find(Some(q[0]), Some(q[1]), Some(q[2]), if q[3] == 0 { GraphSel::Default } else { GraphSel::Named(q[3]) })?.is_empty();
+        let in_base =
+            !self.base.find(Some(q[0]), Some(q[1]), Some(q[2]), if q[3] == 0 { GraphSel::Default } else { GraphSel::Named(q[3]) }, &unchecked)?.is_empty();
         Ok(if insert {
             if in_base {
                 delta.removed.remove(&q)

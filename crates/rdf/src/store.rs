@@ -50,7 +50,7 @@ fn open_base(dir: &Path, meta: &Meta, o: &OpenOptions) -> Result<Base> {
     if nodes != meta.terms + 1 {
         return Err(crate::error::corrupt(meta.quads_path(dir), format!("{nodes} vertices, rdf.meta says {} terms", meta.terms)));
     }
-    Ok(Base { store: Some(store), pairs: meta.pairs.clone(), nodes, quads: meta.quads })
+    Ok(Base { store: Some(store), pairs: meta.pairs.clone(), nodes, quads: meta.quads, scanned: Default::default() })
 }
 
 impl RdfStore {
@@ -114,9 +114,9 @@ impl RdfStore {
     }
 
     /// Converts an old store's files to the formats this build reads (a
-    /// version 1 or 2 dictionary to version 3, with inline pages), under
-    /// the writer lock. Returns whether it changed anything. `solidgraph
-    /// rdf compact` runs it first.
+    /// version 1, 2 or 3 dictionary to version 4, inline pages listed in
+    /// its directory), under the writer lock. Returns whether it changed
+    /// anything. `solidgraph rdf compact` runs it first.
     pub fn upgrade(path: &Path) -> Result<bool> {
         if !path.join(meta::FILE).exists() {
             return Err(RdfError::NotRdf(path.to_path_buf()));
@@ -137,6 +137,13 @@ impl RdfStore {
     /// on inlined values decodes none.
     pub fn dict_term_reads(&self) -> u64 {
         solidgraph_store_read(&self.inner.dict).term_reads()
+    }
+
+    /// Lists read by scans over every subject (patterns with subject and
+    /// object open) since the store was opened or last compacted: a test
+    /// checks that a query's deadline stops such a scan between batches.
+    pub fn scanned_lists(&self) -> Result<u64> {
+        Ok(self.snapshot()?.base.scanned.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     pub(crate) fn snapshot(&self) -> Result<Snapshot> {

@@ -51,6 +51,31 @@ fn timeout_cancels_a_long_query() {
 }
 
 #[test]
+fn deadline_stops_a_scan_of_every_list_between_batches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 200_000;
+    let store = RdfStore::open(&small_store(tmp.path(), n), &OpenOptions::default()).unwrap();
+    // One list per term and id 0: about a hundred batches.
+    let all = store.info().unwrap().terms + 1;
+    let o = QueryOptions { timeout: Some(Duration::from_millis(1)), ..Default::default() };
+    for q in ["SELECT * WHERE { ?s ?p ?o }", "SELECT ?s WHERE { ?s <http://ex/p> ?o }", "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"] {
+        let before = store.scanned_lists().unwrap();
+        let (err, _) = first_error(&store, q, &o);
+        assert!(matches!(err, Some(RdfError::Timeout(_))), "{q}: {err:?}");
+        let read = store.scanned_lists().unwrap() - before;
+        assert!(read < all, "{q}: the scan read {read} of {all} lists, past its deadline");
+    }
+    // With no deadline the same scan reads every list once.
+    let before = store.scanned_lists().unwrap();
+    let QueryOutput::Solutions { rows, .. } = store.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", &QueryOptions::default()).unwrap() else {
+        panic!("SELECT")
+    };
+    let row = rows.into_iter().next().unwrap().unwrap();
+    assert_eq!(row[0].as_ref().unwrap().to_string(), format!("\"{n}\"^^<http://www.w3.org/2001/XMLSchema#integer>"));
+    assert_eq!(store.scanned_lists().unwrap() - before, all);
+}
+
+#[test]
 fn result_limit_ends_a_large_result() {
     let tmp = tempfile::tempdir().unwrap();
     let store = RdfStore::open(&small_store(tmp.path(), 100), &OpenOptions::default()).unwrap();

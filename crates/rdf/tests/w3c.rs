@@ -120,8 +120,11 @@ struct TempStore {
 
 fn new_store() -> Result<TempStore, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let store = RdfStore::open(&dir.path().join("s"), &OpenOptions { writable: true, create: true, cache_bytes: 8 << 20, dict_cache_bytes: 1 << 20, ..Default::default() })
-        .map_err(|e| e.to_string())?;
+    let store = RdfStore::open(
+        &dir.path().join("s"),
+        &OpenOptions { writable: true, create: true, cache_bytes: 8 << 20, dict_cache_bytes: 1 << 20, ..Default::default() },
+    )
+    .map_err(|e| e.to_string())?;
     Ok(TempStore { _dir: dir, store })
 }
 
