@@ -10,7 +10,9 @@
 //! A bottom-up level hands each chunk to a pool thread, which decodes its
 //! pages one at a time into a buffer that stays in the CPU caches and
 //! probes the members there, settling them itself: no chunk-sized CSR is
-//! written and read back. A bottom-up miss (no in-neighbor in the
+//! written and read back. Only the members' lists are decoded, `PIECE`
+//! ids at a time, up to the first neighbor in the frontier. A top-down
+//! level's threads settle the vertices they claim themselves. A bottom-up miss (no in-neighbor in the
 //! frontier) is probed again at the next level, so its list is kept in
 //! memory, up to the page cache's budget (idle while levels are read as
 //! merged ranges) and at most `KEPT_MAX`, so on a power-law graph the
@@ -64,6 +66,10 @@ pub fn bfs(store: &Store, source: u64, target: Option<u64>, parents: bool, progr
     let store: &Store = &view;
     bfs_with(store, source, target, parents, Steps::Auto, progress)
 }
+
+/// Ids a bottom-up probe decodes at a time before it looks for a parent
+/// among them.
+const PIECE: usize = 16;
 
 /// A bottom-up probe's outcome when the in-list is empty: nothing can
 /// reach that vertex.
@@ -232,32 +238,39 @@ impl Step<'_> {
     fn chunk(&self, c: &Chunk) -> Result<()> {
         let mut m = Misses::default();
         let mut open: Option<Open> = None;
-        c.for_each_list(|v, ids, a, end| {
-            if open.as_ref().is_none_or(|o| o.v != v) {
-                if let Some(o) = open.take() {
-                    self.close(o, &mut m);
+        // Settled vertices' lists are not decoded, and a probe stops
+        // decoding at its first neighbor in the frontier: on a
+        // degree-ordered store the hubs come first in every list.
+        c.for_each_piece(
+            PIECE,
+            |v| self.unread.contains(v),
+            |v, part| {
+                if open.as_ref().is_none_or(|o| o.v != v) {
+                    if let Some(o) = open.take() {
+                        self.close(o, &mut m);
+                    }
+                    open = Some(Open { v, parent: None, empty: true, start: m.nbrs.len() });
                 }
-                if !self.unread.contains(v) {
-                    return;
+                let o = open.as_mut().expect("opened above");
+                o.empty &= part.is_empty();
+                if o.parent.is_some() {
+                    return false;
                 }
-                open = Some(Open { v, parent: None, empty: true, start: m.nbrs.len() });
-            }
-            let o = open.as_mut().expect("opened above");
-            let part = &ids[a..end];
-            o.empty &= part.is_empty();
-            if o.parent.is_some() {
-                return;
-            }
-            match part.iter().find(|&&u| self.cur.contains(u)) {
-                Some(&u) => {
-                    o.parent = Some(u);
-                    m.nbrs.truncate(o.start);
+                match part.iter().find(|&&u| self.cur.contains(u)) {
+                    Some(&u) => {
+                        o.parent = Some(u);
+                        m.nbrs.truncate(o.start);
+                        false
+                    }
+                    // Ids fit u32: lists are kept only below 2^32 vertices.
+                    None if self.keeps => {
+                        m.nbrs.extend(part.iter().map(|&u| u as u32));
+                        true
+                    }
+                    None => true,
                 }
-                // Ids fit u32: lists are kept only below 2^32 vertices.
-                None if self.keeps => m.nbrs.extend(part.iter().map(|&u| u as u32)),
-                None => {}
-            }
-        })?;
+            },
+        )?;
         if let Some(o) = open.take() {
             self.close(o, &mut m);
         }
@@ -410,17 +423,32 @@ pub fn bfs_with(store: &Store, source: u64, target: Option<u64>, parents: bool, 
             })?;
             added += step.added.into_inner();
         } else {
+            // Each thread settles the vertices it claims: no list of hits
+            // collected and settled on one thread.
+            let (lv, pa) = (atomic_u32(&mut levels), par.as_mut().map(|p| atomic_i64(p)));
+            let (next, unread, unvisited) = (&next, &unread, &unvisited);
             out.try_batches(Frontier::Set(&cur), |b| {
-                let hits: Vec<(u64, u64)> = (0..b.len())
+                added += (0..b.len())
                     .into_par_iter()
                     .with_min_len(64)
-                    .flat_map_iter(|i| {
+                    .map(|i| {
                         let (v, nbrs, _) = b.get(i);
-                        // Whoever takes u out of `unvisited` first is its parent.
-                        nbrs.iter().filter(|&&u| unvisited.contains(u) && unvisited.take(u)).map(move |&u| (u, v))
+                        let mut claimed = 0;
+                        for &u in nbrs {
+                            // Whoever takes u out of `unvisited` first is its parent.
+                            if unvisited.contains(u) && unvisited.take(u) {
+                                unread.remove(u);
+                                lv[u as usize].store(level + 1, Relaxed);
+                                if let Some(p) = pa {
+                                    p[u as usize].store(v as i64, Relaxed);
+                                }
+                                next.insert(u);
+                                claimed += 1;
+                            }
+                        }
+                        claimed
                     })
-                    .collect();
-                settle(&hits);
+                    .sum::<u64>();
                 Ok(progress("bfs", reached, n)?)
             })?;
         }

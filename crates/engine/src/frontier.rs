@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::mpsc::sync_channel;
 use std::sync::{Condvar, Mutex};
 
+use rayon::prelude::*;
 use solidgraph_io::sync::{CondvarExt, MutexExt};
 use solidgraph_store::{ChunkLimit, Csr, Direction, GttRef, Need, RangePages, Store, StoreError};
 
@@ -98,6 +99,20 @@ impl Bitset {
             s.words[(n / 64) as usize].store(!(!0u64 << (n % 64)), SeqCst);
         }
         s
+    }
+
+    /// The ids below n for which `f` holds, decided on the pool's threads
+    /// (`f` runs once per id).
+    pub fn from_fn(n: u64, f: impl Fn(u64) -> bool + Sync) -> Bitset {
+        let words = (0..n.div_ceil(64) as usize)
+            .into_par_iter()
+            .with_min_len(1024)
+            .map(|i| {
+                let lo = i as u64 * 64;
+                AtomicU64::new((lo..(lo + 64).min(n)).filter(|&v| f(v)).fold(0, |w, v| w | 1 << (v % 64)))
+            })
+            .collect();
+        Bitset { words }
     }
 
     pub fn remove(&self, v: u64) {
@@ -197,6 +212,39 @@ impl Chunk {
                 for i in 0..b.len() {
                     let (v, l, _) = b.get(i);
                     f(v, l, 0, l.len());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f(v, piece)` for the lists of the chunk whose vertex passes
+    /// `want`, in vertex order, each in pieces of at most `piece` ids; `f`
+    /// returns false to stop v's list there (the rest is not decoded from
+    /// pages). A vertex may come in several calls (its pieces, an extent's
+    /// pages); an empty list of a decoded batch comes as one empty piece.
+    pub fn for_each_piece(&self, piece: usize, want: impl Fn(u64) -> bool, mut f: impl FnMut(u64, &[u64]) -> bool) -> Result<()> {
+        match self {
+            Chunk::Pages(rp) => {
+                let mut ids = Vec::new();
+                for page in 0..rp.num_pages() {
+                    rp.page_pieces(page, piece, &want, &mut ids, &mut f)?;
+                }
+            }
+            Chunk::Lists(b) => {
+                for i in 0..b.len() {
+                    let (v, l, _) = b.get(i);
+                    if !want(v) {
+                        continue;
+                    }
+                    if l.is_empty() {
+                        f(v, l);
+                    }
+                    for p in l.chunks(piece.max(1)) {
+                        if !f(v, p) {
+                            break;
+                        }
+                    }
                 }
             }
         }

@@ -196,6 +196,30 @@ impl Block<'_> {
         Ok(self.head + n + self.cols.len())
     }
 
+    /// Decodes the ids `piece` at a time into `buf` (cleared before each
+    /// piece) and hands each piece to `f` until it returns false: the rest
+    /// of the list is then never decoded. A bottom-up BFS probe stops at
+    /// the first neighbor in the frontier and WCC's sampling takes a list's
+    /// first ids, where decoding whole lists is most of their pass.
+    /// Checks ids against `below` as `push_ids` does.
+    pub fn pieces(&self, piece: usize, below: u64, buf: &mut Vec<u64>, mut f: impl FnMut(&[u64]) -> bool) -> Result<(), String> {
+        let piece = piece.max(1);
+        let (mut at, mut x, mut done) = (0usize, 0u64, 0usize);
+        while done < self.d {
+            let k = piece.min(self.d - done);
+            buf.clear();
+            at += varint::push_gaps_from(&self.ids[at..], self.limit - at, k, x, buf).ok_or("list ids run past the block")?;
+            check_below(buf, below)?;
+            debug_assert_eq!(buf.len(), k);
+            x = buf[k - 1];
+            done += k;
+            if !f(buf) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     pub fn push_weights(&self, out: &mut Vec<f32>) {
         out.extend(self.cols[..4 * self.d].chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4"))));
     }

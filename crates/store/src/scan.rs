@@ -119,6 +119,29 @@ impl RangePages {
         })
     }
 
+    /// Decodes the lists in page `k` whose vertices are in the range and
+    /// pass `want`, in vertex order, each in pieces of at most `piece` ids
+    /// (`Block::pieces`, `ids` the buffer): `f(v, piece)` returns false to
+    /// leave the rest of v's list undecoded. Lists `want` refuses are not
+    /// decoded at all. Each page of an extent gives a part of its vertex's
+    /// list.
+    pub fn page_pieces(
+        &self,
+        k: usize,
+        piece: usize,
+        mut want: impl FnMut(u64) -> bool,
+        ids: &mut Vec<u64>,
+        mut f: impl FnMut(u64, &[u64]) -> bool,
+    ) -> Result<()> {
+        let below = self.base.sb.num_nodes;
+        self.page_blocks(k, |v, blk, _| {
+            if !want(v) {
+                return Ok(());
+            }
+            blk.pieces(piece, below, ids, |p| f(v, p)).map_err(|r| StoreError::Corrupt { page: self.pages[k], reason: format!("vertex {v}: {r}") })
+        })
+    }
+
     /// Calls `f(v, block, first edge id)` for each block of page `k` whose
     /// vertex is in the range, in vertex order.
     fn page_blocks(&self, k: usize, mut f: impl FnMut(u64, &Block, u64) -> Result<()>) -> Result<()> {
