@@ -646,9 +646,12 @@ def loader_memory(
     with `fanouts` (each at least 1) gathering `tensors`. With
     `memory_budget`, also its split: `cache_bytes`, `row_cache_bytes`,
     `buffer_bytes` (the cap on batches held) and `minimum` (a budget below
-    the minimum raises InvalidArgumentError naming it). With `seeds` (the
-    ids batches are taken from, in any order), a batch's first hop counts
-    its seeds' degrees instead of `batch_size` times the fanout."""
+    the minimum raises InvalidArgumentError naming it); a budget also sets
+    glibc, process-wide, to give large freed blocks back to the system
+    (mmap threshold 1 MiB, two arenas for threads started after), which
+    the budget needs. With `seeds` (the ids batches are taken from, in any
+    order), a batch's first hop counts its seeds' degrees instead of
+    `batch_size` times the fanout."""
 
 @final
 class InferModel:
