@@ -16,7 +16,8 @@ and 64 client threads measures for each contender:
     over --loader-batches batches, one loader at a time.
 In process, the threads share one `solidgraph.open` Graph (the GIL is
 released inside each call); remote, each thread has its own channel
-(the native client, or grpcio's with --grpcio).
+(the native client, its replies through shared memory unless --tcp, or
+grpcio's with --grpcio), kept across runs.
 Every point runs --rounds times, the two contenders alternating (which
 goes first alternates too); prints
 each round, then the median ratio and its spread (min-max). The machine's
@@ -107,6 +108,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--loader-batches", type=int, default=64)
     ap.add_argument("--grpcio", action="store_true", help="remote calls through grpcio instead of the native client")
+    ap.add_argument("--tcp", action="store_true", help="the native client's replies over TCP, not shared memory (serve --shm)")
     a = ap.parse_args()
     clients = [int(c) for c in a.clients.split(",")]
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR", "/tmp")) as tmp:
@@ -118,14 +120,27 @@ def main():
         solidgraph.import_graph(path, (src, dst), {"x": x}, undirected=True, dedup=True, num_nodes=n)
         print(f"graph: 2^{a.scale} vertices, {len(src)} edges, x {a.dim} float32; import {time.monotonic() - t:.1f} s", flush=True)
         del src, dst, x
-        serve = [BIN, "serve", path, "--read-only", "--listen", "127.0.0.1:0", "--cache", str(a.cache_bytes), "--max-concurrent", "64"]
+        serve = [BIN, "serve", path, "--read-only", "--listen", "127.0.0.1:0", "--cache", str(a.cache_bytes), "--max-concurrent", "64", "--shm"]
         proc = subprocess.Popen(serve, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             addr = proc.stdout.readline().split()[-1]
             local = solidgraph.open(path, cache_bytes=a.cache_bytes)
 
+            shm = not (a.grpcio or a.tcp)
+
             def connect():
-                return solidgraph.connect(addr, native=not a.grpcio)
+                # Two 16 MiB slots a client: one call in flight, its reply
+                # dropped before the next.
+                return solidgraph.connect(addr, native=not a.grpcio, shm=shm, shm_bytes=32 << 20)
+
+            # One connection per client thread, kept across runs: a
+            # region is registered (and faulted in) once per connection.
+            conns = {}
+
+            def client(i):
+                if i not in conns:
+                    conns[i] = connect()
+                return conns[i]
 
             rng = np.random.default_rng(7)
             batches = [rng.integers(0, n, 1024) for _ in range(64)]
@@ -136,7 +151,7 @@ def main():
                 return lambda: (local.sample_neighbors(batches[k[0] % 64], [25, 10], seed=k[0], tensors="x"), k.__setitem__(0, k[0] + 1))
 
             def remote_sample(i):
-                g = connect()
+                g = client(i)
                 k = [i]
                 return lambda: (g.sample_neighbors(batches[k[0] % 64], [25, 10], seed=k[0], tensors="x"), k.__setitem__(0, k[0] + 1))
 
@@ -145,7 +160,7 @@ def main():
                 return lambda: (local.neighbors(hot[k[0] % 256 : k[0] % 256 + 1]), k.__setitem__(0, k[0] + 1))
 
             def remote_small(i):
-                g = connect()
+                g = client(i)
                 k = [i]
                 return lambda: (g.neighbors(hot[k[0] % 256 : k[0] % 256 + 1]), k.__setitem__(0, k[0] + 1))
 

@@ -22,7 +22,9 @@
 #    features, at 1, 4, 16 and 64 clients through the server and the same
 #    calls in process, alternating round by round (benchmarks/server.py,
 #    R-MAT scale 16, x 128 float32). Bar: server >= 0.85 of in-process
-#    seeds/s.
+#    seeds/s. Measured with the native client's replies in shared memory
+#    (`serve --shm`, what `connect` uses on a loopback address), then over
+#    TCP (`--tcp`) for comparison.
 set -eu
 S=${1:-3}; R=${2:-3}
 BIN=${SOLIDGRAPH_BIN:-target/release/solidgraph}
@@ -79,9 +81,14 @@ kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=
 echo "== 2. sampling (SampleNeighbors 1024 seeds [25, 10] + x), server vs in-process, $R rounds of $((S > 5 ? S : 5)) s"
 # At 64 clients a call takes a second or more: at least 5 s a run.
 SOLIDGRAPH_BIN=$BIN "$PY" benchmarks/server.py --scale 16 --seconds "$((S > 5 ? S : 5))" --rounds "$R" --clients 1,4,16,64 --workloads sample | tee "$TMP/sample"
+echo "== 2b. the same over TCP (the native client without shared memory)"
+SOLIDGRAPH_BIN=$BIN "$PY" benchmarks/server.py --scale 16 --seconds "$((S > 5 ? S : 5))" --rounds "$R" --clients 1,4,16,64 --workloads sample --tcp | tee "$TMP/sample-tcp"
 
 echo "== bars"
 for kr in $BAR_SMALL; do
   awk -v k="${kr%%:*}" -v r="${kr#*:}" 'BEGIN{printf "small requests at 16 clients (%s connections): %.0f req/s = %.2f of the 20,000 bar\n", k == "own" ? "their own" : k " shared", r, r / 20000}'
 done
-awk '/^sample [0-9]+ clients: server\/in-process median/{printf "sampling at %2d clients: server/in-process median %s (min-max of %d rounds: %s-%s) against the 0.85 bar\n", $2, $6, $11, $8, $10}' "$TMP/sample" | tr -d ','
+for f in sample sample-tcp; do
+  how=shm; [ "$f" = sample ] || how=tcp
+  awk -v how="$how" '/^sample [0-9]+ clients: server\/in-process median/{printf "sampling (%s) at %2d clients: server/in-process median %s (min-max of %d rounds: %s-%s) against the 0.85 bar\n", how, $2, $6, $11, $8, $10}' "$TMP/$f" | tr -d ','
+done

@@ -5,9 +5,10 @@ machine whose cores the server and its clients share).
     .venv/bin/python benchmarks/server_cpu.py [--scale 16] [--calls 40] [--rounds 3]
 
 Same graph and calls as benchmarks/server.py's sample workload (R-MAT,
-1024 seeds, fanouts [25, 10], x 128 float32, all warm). Three contenders:
-in process, through the server with the native client (the extension's
-channel) and with grpcio (`connect(native=False)`). For each round, each in
+1024 seeds, fanouts [25, 10], x 128 float32, all warm). Four contenders:
+in process, through the server (`serve --shm`) with the native client's
+replies in shared memory (`connect(shm=True)`), the native client over TCP
+(`shm=False`), and grpcio (`connect(native=False)`). For each round, each in
 turn (the order rotating round by round): wall time a
 call, this process's CPU a call (getrusage), and the server's CPU a call
 (utime + stime from /proc/PID/stat).
@@ -53,12 +54,13 @@ def main():
         solidgraph.import_graph(path, (src, dst), {"x": x}, undirected=True, dedup=True, num_nodes=n)
         del src, dst, x
         cache = str(2 << 30)
-        proc = subprocess.Popen([BIN, "serve", path, "--read-only", "--listen", "127.0.0.1:0", "--cache", cache], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        proc = subprocess.Popen([BIN, "serve", path, "--read-only", "--listen", "127.0.0.1:0", "--cache", cache, "--shm"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             addr = proc.stdout.readline().split()[-1]
             graphs = {
                 "in-process": solidgraph.open(path, cache_bytes=int(cache)),
-                "native": solidgraph.connect(addr),
+                "native+shm": solidgraph.connect(addr, shm=True),
+                "native": solidgraph.connect(addr, shm=False),
                 "grpcio": solidgraph.connect(addr, native=False),
             }
             rng = np.random.default_rng(7)
@@ -68,7 +70,8 @@ def main():
                     g.sample_neighbors(b, [25, 10], seed=0, tensors="x")
             for r in range(a.rounds):
                 order = list(graphs.items())
-                for name, g in order[r % 3 :] + order[: r % 3]:
+                k = r % len(order)
+                for name, g in order[k:] + order[:k]:
                     c0, s0, t0 = own_cpu(), cpu_of(proc.pid), time.perf_counter()
                     for k in range(a.calls):
                         g.sample_neighbors(batches[k % 64], [25, 10], seed=k, tensors="x")

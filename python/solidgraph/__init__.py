@@ -75,12 +75,14 @@ __all__ = [
 _SUBMODULES = ("client", "datasets", "distributed", "infer", "pyg", "torch")
 
 
-def connect(addr, token=None, tls=None, store="", timeout=None, max_message=64 << 20, native=True):
+def connect(addr, token=None, tls=None, store="", timeout=None, max_message=64 << 20, native=True, shm="auto", shm_bytes=128 << 20, shm_slot_bytes=16 << 20):
     """A store served by `solidgraph serve` at `addr`, with the methods of a
     local Graph: see `solidgraph.client` (needs solidgraph[client])."""
     from solidgraph.client import connect as _connect
 
-    return _connect(addr, token=token, tls=tls, store=store, timeout=timeout, max_message=max_message, native=native)
+    return _connect(
+        addr, token=token, tls=tls, store=store, timeout=timeout, max_message=max_message, native=native, shm=shm, shm_bytes=shm_bytes, shm_slot_bytes=shm_slot_bytes
+    )
 
 
 def __getattr__(name):

@@ -747,6 +747,20 @@ class RemoteChannel:
         """Calls the server-streaming method `path` with the encoded request;
         returns (gRPC status code, message, the result arrays by name or None
         when the code is not 0). Releases the GIL for the call."""
+    def unary(self, path: str, request: bytes, timeout: float | None = None) -> tuple[int, str, bytes | None]:
+        """Calls the unary method `path` on this connection; returns (gRPC
+        status code, message, the encoded reply or None)."""
+    def shm_create(self, slots: int, slot_bytes: int) -> tuple[str, int, bytes]:
+        """Creates a shared-memory region (a 0600 file on /dev/shm) of
+        `slots` slots of `slot_bytes`; returns (path, size, cookie) for the
+        server's RegisterShm."""
+    def shm_attach(self, region: str) -> None:
+        """Maps the region registered as `region` (and unlinks its file):
+        array replies go to a free slot of it from now on."""
+    def shm_abandon(self) -> None:
+        """Drops the region; replies come inline again."""
+    def shm_state(self) -> tuple[str, int, int] | None:
+        """(region, free slots, slots) of the attached region, or None."""
 
 # RDF (solidgraph.rdf re-exports these; `Store` is RdfStore). Shaped like
 # pyoxigraph's API.

@@ -73,6 +73,8 @@ _KINDS = {
 _UNARY = {
     "ListStores": pb.ListStoresReply,
     "Info": pb.InfoReply,
+    "RegisterShm": pb.RegisterShmReply,
+    "ReleaseShm": pb.ReleaseShmReply,
     "AddVertices": pb.AddVerticesReply,
     "DeleteVertices": pb.UpdateReply,
     "AddEdges": pb.UpdateReply,
@@ -348,10 +350,14 @@ class RemoteGraph:
     """One store of a SolidGraph server, with the methods of
     `solidgraph.Graph` (see there for each one's arguments and result)."""
 
-    def __init__(self, channel: grpc.Channel, addr: str, store: str, token: Optional[str], timeout: Optional[float], native: Any = None):
+    def __init__(
+        self, channel: grpc.Channel, addr: str, store: str, token: Optional[str], timeout: Optional[float], native: Any = None, shm: Optional["_Shm"] = None
+    ):
         self._channel = channel
         # The native channel (or None): the array replies' fast path.
         self._native = native
+        # Its shared-memory region, set up at the first array call (or None).
+        self._shm = shm
         self._addr = addr
         self._store = store
         self._timeout = timeout
@@ -387,6 +393,8 @@ class RemoteGraph:
             raise _error(e) from None
 
     def _stream(self, name: str, req: Any) -> Dict[str, np.ndarray]:
+        if self._shm is not None and self._native is not None:
+            self._shm.setup(self)
         if self._native is not None:
             code, details, arrays = self._native.call(f"/solidgraph.v1.Graph/{name}", req.SerializeToString(), self._timeout)
             if code:
@@ -677,7 +685,7 @@ class RemoteGraph:
             rep = self._calls["UpdateGraph"](messages(), timeout=self._timeout, metadata=self._meta)
         except grpc.RpcError as e:
             raise _error(e) from None
-        return RemoteGraph(self._channel, self._addr, rep.name, self._token, self._timeout, self._native)
+        return RemoteGraph(self._channel, self._addr, rep.name, self._token, self._timeout, self._native, self._shm)
 
     def flush(self) -> None:
         self._unary("Flush", pb.FlushRequest(store=self._store))
@@ -689,6 +697,8 @@ class RemoteGraph:
     # ---- lifetime -----------------------------------------------------------
 
     def close(self) -> None:
+        if self._shm is not None and self._native is not None:
+            self._shm.release(self)
         self._channel.close()
         self._native = None  # its connection closes when the last graph drops it
 
@@ -701,6 +711,66 @@ class RemoteGraph:
 
     def __repr__(self) -> str:
         return f"<solidgraph.RemoteGraph {self.path}>"
+
+
+class _Shm:
+    """A connection's shared-memory replies: the native channel's region,
+    registered with the server at the first array call. `required`: a
+    refusal raises (shm=True) instead of leaving replies inline ("auto")."""
+
+    def __init__(self, required: bool, size: int, slot_bytes: int):
+        if slot_bytes <= 0 or slot_bytes % 4096 or size < slot_bytes:
+            raise InvalidArgumentError(f"shm_bytes={size} must hold at least one slot of {slot_bytes} bytes (a multiple of 4096)")
+        self.required = required
+        self.slots = size // slot_bytes
+        self.slot_bytes = slot_bytes
+        self.done = False
+        self.region = ""
+        self.lock = threading.Lock()
+
+    def setup(self, g: "RemoteGraph") -> None:
+        if self.done:
+            return
+        with self.lock:
+            if self.done:
+                return
+            try:
+                path, size, cookie = g._native.shm_create(self.slots, self.slot_bytes)
+                # On the native channel's own connection: the region is that connection's.
+                req = pb.RegisterShmRequest(path=path, size=size, cookie=cookie)
+                rep = pb.RegisterShmReply.FromString(_native_unary(g, "RegisterShm", req))
+            except SolidGraphError:
+                g._native.shm_abandon()
+                self.done = True
+                if self.required:
+                    raise
+                return
+            g._native.shm_attach(rep.region)
+            self.region = rep.region
+            self.done = True
+
+    def release(self, g: "RemoteGraph") -> None:
+        with self.lock:
+            if not self.region:
+                return
+            region, self.region = self.region, ""
+        g._native.shm_abandon()
+        try:
+            _native_unary(g, "ReleaseShm", pb.ReleaseShmRequest(region=region))
+        except SolidGraphError:
+            pass  # the server drops it with the connection anyway
+
+
+def _native_unary(g: "RemoteGraph", name: str, req: Any) -> bytes:
+    code, details, rep = g._native.unary(f"/solidgraph.v1.Graph/{name}", req.SerializeToString(), g._timeout)
+    if code:
+        raise _status_error(_CODES.get(code, grpc.StatusCode.UNKNOWN), details)
+    return rep
+
+
+def _loopback(addr: str) -> bool:
+    host = addr.rsplit(":", 1)[0].strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def _read(x: Union[None, str, bytes, Path]) -> Optional[bytes]:
@@ -717,6 +787,9 @@ def connect(
     timeout: Optional[float] = None,
     max_message: int = 64 << 20,
     native: bool = True,
+    shm: Union[bool, str] = "auto",
+    shm_bytes: int = 128 << 20,
+    shm_slot_bytes: int = 16 << 20,
 ) -> RemoteGraph:
     """The store `store` (its directory name; "" for a server's only store)
     served at `addr` ("host:port"). `token`: a bearer token from the
@@ -724,7 +797,15 @@ def connect(
     against the system's roots, or a dict with "ca" (the server's CA) and,
     for mutual TLS, "cert" and "key" (PEM paths or bytes). `timeout`: the
     deadline of each call, in seconds. `native`: array replies through the
-    extension's channel (plaintext only; False: grpcio for every call)."""
+    extension's channel (plaintext only; False: grpcio for every call).
+    `shm`: array replies through shared memory with a server on this host
+    (`solidgraph serve --shm`): the client makes a region of `shm_bytes`
+    (slots of `shm_slot_bytes`, each lent to one call and reused once no
+    array of its reply is left) and registers it at the first array call;
+    a reply that does not fit a slot, or a call that finds every slot in
+    use, comes inline. "auto" (the default) uses it on a loopback address
+    when the server allows it and stays inline otherwise, with the same
+    results either way; True raises if the server refuses; False never."""
     opts = [
         ("grpc.max_receive_message_length", max_message),
         ("grpc.max_send_message_length", max_message),
@@ -742,8 +823,14 @@ def connect(
     fast = None
     if native and (tls is None or tls is False) and _RemoteChannel is not None:
         fast = _RemoteChannel(addr, token, max_message)
+    if shm not in (True, False, "auto"):
+        raise InvalidArgumentError(f"shm must be True, False or 'auto', not {shm!r}")
+    want = shm is True or (shm == "auto" and _loopback(addr))
+    if shm is True and fast is None:
+        raise InvalidArgumentError("shm=True needs the native channel (a plaintext connection and native=True)")
+    region = _Shm(shm is True, shm_bytes, shm_slot_bytes) if want and fast is not None else None
     try:
-        return RemoteGraph(channel, addr, store, token, timeout, fast)
+        return RemoteGraph(channel, addr, store, token, timeout, fast, region)
     except BaseException:
         channel.close()
         raise

@@ -74,6 +74,10 @@ pub struct ServeArgs {
     /// pool); more only for many small requests on many cores.
     #[arg(long, default_value_t = 1)]
     pub reactor_threads: usize,
+    /// Let clients on this host (loopback connections, files of the
+    /// server's user on tmpfs) take array replies through shared memory.
+    #[arg(long)]
+    pub shm: bool,
 }
 
 pub fn serve_cmd(a: ServeArgs) -> CliResult {
@@ -116,6 +120,7 @@ pub fn serve_cmd(a: ServeArgs) -> CliResult {
         open,
         threads,
         reactor_threads: a.reactor_threads,
+        shm: solidgraph_server::ShmOptions { enabled: a.shm, ..Default::default() },
     })?;
     Ok(())
 }

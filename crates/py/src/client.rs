@@ -81,6 +81,8 @@ pub struct RemoteChannel {
     authority: String,
     authorization: Option<HeaderValue>,
     max_message: usize,
+    /// The shared-memory region array replies go to (`shm_create`).
+    shm: std::sync::Mutex<Option<std::sync::Arc<ShmPool>>>,
 }
 
 #[pymethods]
@@ -109,7 +111,7 @@ impl RemoteChannel {
         };
         let _guard = runtime().enter();
         let channel = endpoint.connect_lazy();
-        Ok(RemoteChannel { channel, authority: addr.to_string(), authorization, max_message })
+        Ok(RemoteChannel { channel, authority: addr.to_string(), authorization, max_message, shm: std::sync::Mutex::new(None) })
     }
 
     /// Calls the server-streaming method `path` ("/solidgraph.v1.Graph/
@@ -124,7 +126,14 @@ impl RemoteChannel {
             Some(t) => Some(Duration::from_secs_f64(t.min(1e9))),
             None => None,
         };
-        let req = self.request(path, body, deadline).map_err(|f| crate::errors::invalid(f.message))?;
+        let mut req = self.request(path, body, deadline).map_err(|f| crate::errors::invalid(f.message))?;
+        let pool = self.shm.lock().expect("the shm lock is not poisoned").clone();
+        let lease = pool.as_ref().and_then(|p| p.lend());
+        if let Some(l) = &lease
+            && let Some(h) = l.pool.header(l.index)
+        {
+            req.headers_mut().insert("solidgraph-shm", h);
+        }
         let channel = self.channel.clone();
         let max_message = self.max_message;
         let got = py.allow_threads(|| {
@@ -135,12 +144,78 @@ impl RemoteChannel {
                     None => call.await,
                 }
             })?;
-            assemble(messages)
+            assemble(messages, lease.as_ref().map(Lease::range))
         });
         match got {
-            Ok(arrays) => Ok((OK, String::new(), Some(to_numpy(py, arrays)?))),
+            Ok(arrays) => Ok((OK, String::new(), Some(to_numpy(py, arrays, lease)?))),
             Err(f) => Ok((f.code, f.message, None)),
         }
+    }
+
+    /// Calls the unary method `path` with the encoded request message;
+    /// returns (status code, message, the reply message's bytes or None).
+    /// For RegisterShm and ReleaseShm, which belong to this connection.
+    #[pyo3(signature = (path, request, timeout=None))]
+    fn unary(&self, py: Python<'_>, path: &str, request: &[u8], timeout: Option<f64>) -> PyResult<(u32, String, Option<Py<pyo3::types::PyBytes>>)> {
+        let deadline = match timeout {
+            Some(t) if !(t.is_finite() && t >= 0.0) => return Err(crate::errors::invalid(format!("timeout must be a number of seconds >= 0, not {t}"))),
+            Some(t) => Some(Duration::from_secs_f64(t.min(1e9))),
+            None => None,
+        };
+        let req = self.request(path, frame(request), deadline).map_err(|f| crate::errors::invalid(f.message))?;
+        let (channel, max_message) = (self.channel.clone(), self.max_message);
+        let got = py.allow_threads(|| {
+            let call = receive(channel, req, max_message);
+            let mut messages = runtime().block_on(async {
+                match deadline {
+                    Some(d) => tokio::time::timeout(d, call).await.unwrap_or_else(|_| Err(Failure::new(DEADLINE_EXCEEDED, "Deadline Exceeded"))),
+                    None => call.await,
+                }
+            })?;
+            match messages.len() {
+                1 => Ok(messages.pop().expect("one message")),
+                n => Err(Failure::new(INTERNAL, format!("a unary reply of {n} messages"))),
+            }
+        });
+        match got {
+            Ok(m) => Ok((OK, String::new(), Some(pyo3::types::PyBytes::new(py, m.bytes()).unbind()))),
+            Err(f) => Ok((f.code, f.message, None)),
+        }
+    }
+
+    /// Creates a shared-memory region of `slots` slots of `slot_bytes`
+    /// (a file on /dev/shm, not yet used) and returns (path, size, cookie)
+    /// for the server's RegisterShm; then `shm_attach` with the region's
+    /// name, or `shm_abandon`.
+    fn shm_create(&self, py: Python<'_>, slots: usize, slot_bytes: usize) -> PyResult<(String, u64, Py<pyo3::types::PyBytes>)> {
+        let (pool, cookie) = ShmPool::create(slots, slot_bytes).map_err(|e| crate::errors::invalid(format!("creating a shared-memory region: {e}")))?;
+        let out = (pool.path.display().to_string(), pool.len as u64, pyo3::types::PyBytes::new(py, &cookie).unbind());
+        let old = self.shm.lock().expect("the shm lock is not poisoned").replace(std::sync::Arc::new(pool));
+        drop(old);
+        Ok(out)
+    }
+
+    /// Maps the region the server registered as `region` and sends array
+    /// replies there from now on (each call that finds a free slot).
+    fn shm_attach(&self, region: String) -> PyResult<()> {
+        let pool = self.shm.lock().expect("the shm lock is not poisoned").clone();
+        let pool = pool.ok_or_else(|| crate::errors::invalid("no shared-memory region was created (shm_create)"))?;
+        pool.attach(region).map_err(|e| crate::errors::invalid(format!("mapping the shared-memory region: {e}")))
+    }
+
+    /// Drops the region: calls reply inline again; arrays over its slots
+    /// keep it mapped until they go.
+    fn shm_abandon(&self) {
+        let old = self.shm.lock().expect("the shm lock is not poisoned").take();
+        drop(old);
+    }
+
+    /// (region name, free slots, slots) of the attached region, or None.
+    fn shm_state(&self) -> Option<(String, usize, usize)> {
+        let pool = self.shm.lock().expect("the shm lock is not poisoned").clone()?;
+        let region = pool.region.get()?.clone();
+        let free = pool.free.lock().expect("the free list's lock is not poisoned").len();
+        Some((region, free, (pool.len - SHM_HEAD) / pool.slot_bytes))
     }
 
     fn __repr__(&self) -> String {
@@ -435,6 +510,8 @@ struct Chunk {
     shape: Vec<u64>,
     offset: u64,
     data: std::ops::Range<usize>,
+    /// (offset, length) in the shared-memory region, when it went there.
+    shm: Option<(u64, u64)>,
 }
 
 fn malformed(what: &str) -> Failure {
@@ -490,7 +567,7 @@ fn chunks(msg: &[u8], out: &mut Vec<(usize, Chunk)>, index: usize) -> Result<(),
             return Ok(());
         }
         let base = range.start;
-        let mut c = Chunk { name: String::new(), dtype: String::new(), shape: Vec::new(), offset: 0, data: 0..0 };
+        let mut c = Chunk { name: String::new(), dtype: String::new(), shape: Vec::new(), offset: 0, data: 0..0, shm: None };
         fields(&msg[range], |f, w, v, r| {
             let r = base + r.start..base + r.end;
             match (f, w) {
@@ -505,6 +582,18 @@ fn chunks(msg: &[u8], out: &mut Vec<(usize, Chunk)>, index: usize) -> Result<(),
                 (3, 0) => c.shape.push(v),
                 (4, 0) => c.offset = v,
                 (5, 2) => c.data = r,
+                (6, 2) => {
+                    let mut span = (0, 0);
+                    fields(&msg[r], |f, w, v, _| {
+                        match (f, w) {
+                            (1, 0) => span.0 = v,
+                            (2, 0) => span.1 = v,
+                            _ => {}
+                        }
+                        Ok(())
+                    })?;
+                    c.shm = Some(span);
+                }
                 _ => {}
             }
             if c.shape.len() > MAX_DIMS {
@@ -533,7 +622,12 @@ fn itemsize(dtype: &str) -> Option<usize> {
 /// Where an array's bytes are: a range of one message (the array arrived
 /// whole in one aligned chunk), or a buffer of its own.
 enum Data {
-    View { message: usize, range: std::ops::Range<usize> },
+    View {
+        message: usize,
+        range: std::ops::Range<usize>,
+    },
+    /// Bytes of the shared-memory region, inside the call's slot.
+    Shm(std::ops::Range<usize>),
     Owned(Message),
 }
 
@@ -548,7 +642,7 @@ struct Assembled {
 /// The named arrays of a reply's messages. Chunks never overlap (the
 /// server slices each array once), so an array whose chunks' lengths add
 /// up to its size has every byte.
-fn assemble(messages: Vec<Message>) -> Result<(Vec<Message>, Vec<Assembled>), Failure> {
+fn assemble(messages: Vec<Message>, slot: Option<std::ops::Range<usize>>) -> Result<(Vec<Message>, Vec<Assembled>), Failure> {
     let mut all = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         chunks(m.bytes(), &mut all, i)?;
@@ -556,6 +650,10 @@ fn assemble(messages: Vec<Message>) -> Result<(Vec<Message>, Vec<Assembled>), Fa
     let total: usize = messages.iter().map(|m| m.len).sum();
     let mut out: Vec<Assembled> = Vec::new();
     for (index, c) in all {
+        if let Some(span) = c.shm {
+            out.push(in_slot(&c, span, slot.as_ref(), &out)?);
+            continue;
+        }
         let pos = match out.iter().position(|a| a.name == c.name) {
             Some(p) => p,
             None => {
@@ -576,7 +674,7 @@ fn assemble(messages: Vec<Message>) -> Result<(Vec<Message>, Vec<Assembled>), Fa
         };
         let a = &mut out[pos];
         let size = match &a.data {
-            Data::View { range, .. } => range.len(),
+            Data::View { range, .. } | Data::Shm(range) => range.len(),
             Data::Owned(m) => m.len,
         };
         let end = usize::try_from(c.offset).ok().and_then(|o| o.checked_add(c.data.len()));
@@ -593,7 +691,7 @@ fn assemble(messages: Vec<Message>) -> Result<(Vec<Message>, Vec<Assembled>), Fa
     }
     for a in &out {
         let size = match &a.data {
-            Data::View { range, .. } => range.len(),
+            Data::View { range, .. } | Data::Shm(range) => range.len(),
             Data::Owned(m) => m.len,
         };
         if a.got != size {
@@ -601,6 +699,29 @@ fn assemble(messages: Vec<Message>) -> Result<(Vec<Message>, Vec<Assembled>), Fa
         }
     }
     Ok((messages, out))
+}
+
+/// An array the server wrote into the call's shared-memory slot: whole,
+/// inside the slot, aligned for its dtype, and named once.
+fn in_slot(c: &Chunk, (offset, length): (u64, u64), slot: Option<&std::ops::Range<usize>>, seen: &[Assembled]) -> Result<Assembled, Failure> {
+    let Some(slot) = slot else {
+        return Err(malformed(&format!("array {:?} is in shared memory, which this call did not offer", c.name)));
+    };
+    if seen.iter().any(|a| a.name == c.name) || c.offset != 0 || !c.data.is_empty() {
+        return Err(malformed(&format!("array {:?}: a shared-memory chunk that is not the whole array", c.name)));
+    }
+    let item = itemsize(&c.dtype).ok_or_else(|| malformed(&format!("array {:?} has dtype {:?}", c.name, c.dtype)))?;
+    let size = c.shape.iter().try_fold(item as u64, |a, &d| a.checked_mul(d));
+    let start = usize::try_from(offset).ok();
+    let range = match (size, start) {
+        (Some(s), Some(start))
+            if s == length && start >= slot.start && start.checked_add(s as usize).is_some_and(|e| e <= slot.end) && start.is_multiple_of(item) =>
+        {
+            start..start + s as usize
+        }
+        _ => return Err(malformed(&format!("array {:?}: {length} bytes at {offset} of shared memory do not fit its shape or the slot", c.name))),
+    };
+    Ok(Assembled { name: c.name.clone(), dtype: c.dtype.clone(), shape: c.shape.clone(), got: range.len(), data: Data::Shm(range) })
 }
 
 /// Keeps a reply's buffer alive for the numpy arrays over it.
@@ -613,7 +734,11 @@ struct ReplyBuffer {
 /// The arrays as numpy arrays over the buffers (no copy); each array's
 /// base object owns the buffer. Writable: the buffers are this reply's
 /// alone, as the local Graph's results are the caller's.
-fn to_numpy(py: Python<'_>, (messages, arrays): (Vec<Message>, Vec<Assembled>)) -> PyResult<Py<PyDict>> {
+fn to_numpy(py: Python<'_>, (messages, arrays): (Vec<Message>, Vec<Assembled>), lease: Option<Lease>) -> PyResult<Py<PyDict>> {
+    // The slot's owner object, made only when an array is in it; else the
+    // lease drops here and the slot is free again.
+    let mut slot_owner: Option<Bound<'_, ShmSlot>> = None;
+    let mut lease = lease;
     let owners: Vec<Option<Bound<'_, ReplyBuffer>>> =
         messages.into_iter().map(|m| if m.len == 0 { Ok(None) } else { Bound::new(py, ReplyBuffer { message: m }).map(Some) }).collect::<PyResult<_>>()?;
     let out = PyDict::new(py);
@@ -622,19 +747,30 @@ fn to_numpy(py: Python<'_>, (messages, arrays): (Vec<Message>, Vec<Assembled>)) 
             Data::View { message, range } => {
                 let o = owners[message].clone().expect("a view's message is not empty");
                 let ptr = o.get().message.bytes()[range].as_ptr();
-                (o, ptr)
+                (o.into_any(), ptr)
             }
             Data::Owned(m) => {
                 let o = Bound::new(py, ReplyBuffer { message: m })?;
                 let ptr = o.get().message.bytes().as_ptr();
-                (o, ptr)
+                (o.into_any(), ptr)
+            }
+            Data::Shm(range) => {
+                if slot_owner.is_none() {
+                    let l = lease.take().expect("assemble accepts shared-memory arrays only with a lease");
+                    slot_owner = Some(Bound::new(py, ShmSlot { lease: l })?);
+                }
+                let o = slot_owner.clone().expect("set above");
+                let ptr = o.get().lease.ptr(range.start).cast_const();
+                (o.into_any(), ptr)
             }
         };
         let descr = PyArrayDescr::new(py, a.dtype.as_str())?;
         let mut dims: Vec<npy_intp> = a.shape.iter().map(|&d| d as npy_intp).collect();
         // SAFETY: `ptr` points at prod(shape) * itemsize bytes (checked in
-        // assemble) inside `owner`'s buffer, which the array holds as its
-        // base and which nothing else reads or writes; NewFromDescr steals
+        // assemble) inside `owner`'s buffer or shared-memory slot, which the
+        // array holds as its base and which nothing else reads or writes
+        // (the server wrote the slot before replying; the slot is lent to
+        // no other call until its owner is dropped); NewFromDescr steals
         // the descr reference, SetBaseObject the owner's.
         let arr = unsafe {
             let raw = PY_ARRAY_API.PyArray_NewFromDescr(
@@ -649,7 +785,7 @@ fn to_numpy(py: Python<'_>, (messages, arrays): (Vec<Message>, Vec<Assembled>)) 
                 std::ptr::null_mut(),
             );
             let arr = Bound::from_owned_ptr_or_err(py, raw)?;
-            if PY_ARRAY_API.PyArray_SetBaseObject(py, raw as *mut npyffi::PyArrayObject, owner.into_any().into_ptr()) != 0 {
+            if PY_ARRAY_API.PyArray_SetBaseObject(py, raw as *mut npyffi::PyArrayObject, owner.into_ptr()) != 0 {
                 return Err(PyErr::fetch(py));
             }
             arr
@@ -657,4 +793,138 @@ fn to_numpy(py: Python<'_>, (messages, arrays): (Vec<Message>, Vec<Assembled>)) 
         out.set_item(a.name, arr)?;
     }
     Ok(out.unbind())
+}
+
+/// The client's shared-memory region (solidgraph.proto's RegisterShm): a
+/// file on /dev/shm it creates (0600, an unguessable name, never following
+/// a symlink), cut into slots of `slot_bytes`, each lent to one call at a
+/// time and back in the free list only once every array over it is gone.
+/// Its first page holds the cookie the server checks at registration.
+pub struct ShmPool {
+    path: std::path::PathBuf,
+    file: std::fs::File,
+    len: usize,
+    slot_bytes: usize,
+    /// The mapping once registered (then the file is unlinked).
+    map: OnceLock<Mapping>,
+    region: OnceLock<String>,
+    free: std::sync::Mutex<Vec<usize>>,
+}
+
+/// Where the slots start: after the cookie's page.
+const SHM_HEAD: usize = 4096;
+/// Most slots a region holds.
+const MAX_SLOTS: usize = 4096;
+
+struct Mapping(*mut u8);
+
+// SAFETY: the mapping's memory is plain bytes; each slot is written by the
+// server only while one call holds it, and read through the arrays after.
+unsafe impl Send for Mapping {}
+unsafe impl Sync for Mapping {}
+
+impl ShmPool {
+    /// Creates the file (not yet mapped): `slots` slots of `slot_bytes`.
+    fn create(slots: usize, slot_bytes: usize) -> std::io::Result<(ShmPool, Vec<u8>)> {
+        use std::io::{Error, ErrorKind, Read, Write};
+        use std::os::unix::fs::OpenOptionsExt;
+        if slots == 0 || slots > MAX_SLOTS || slot_bytes == 0 || !slot_bytes.is_multiple_of(SHM_HEAD) {
+            return Err(Error::new(ErrorKind::InvalidInput, format!("1-{MAX_SLOTS} slots of a multiple of {SHM_HEAD} bytes, not {slots} of {slot_bytes}")));
+        }
+        let len = slots.checked_mul(slot_bytes).and_then(|n| n.checked_add(SHM_HEAD)).ok_or_else(|| Error::new(ErrorKind::InvalidInput, "region too large"))?;
+        let mut random = [0u8; 48];
+        std::fs::File::open("/dev/urandom")?.read_exact(&mut random)?;
+        let hex: String = random[..16].iter().map(|b| format!("{b:02x}")).collect();
+        let path = std::path::PathBuf::from(format!("/dev/shm/solidgraph-{}-{hex}", std::process::id()));
+        let mut file =
+            std::fs::OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(&path)?;
+        let cookie = random[16..].to_vec();
+        let setup = file.set_len(len as u64).and_then(|_| file.write_all(&cookie));
+        if let Err(e) = setup {
+            let _ = std::fs::remove_file(&path);
+            return Err(e);
+        }
+        let free = (0..slots).rev().collect();
+        Ok((ShmPool { path, file, len, slot_bytes, map: OnceLock::new(), region: OnceLock::new(), free: std::sync::Mutex::new(free) }, cookie))
+    }
+
+    /// Maps the registered file, its pages faulted in now rather than on a
+    /// call's first use of a slot, and unlinks it: the memory lives while
+    /// this mapping or the server's does.
+    fn attach(&self, region: String) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a fresh shared mapping of our own file of `len` bytes.
+        let ptr = unsafe {
+            libc::mmap(std::ptr::null_mut(), self.len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_POPULATE, self.file.as_raw_fd(), 0)
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let _ = self.map.set(Mapping(ptr.cast()));
+        let _ = self.region.set(region);
+        self.unlink();
+        Ok(())
+    }
+
+    fn unlink(&self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+
+    /// A free slot, or None when every slot holds a reply still in use.
+    fn lend(self: &std::sync::Arc<Self>) -> Option<Lease> {
+        self.map.get()?;
+        let index = self.free.lock().expect("the free list's lock is not poisoned").pop()?;
+        Some(Lease { pool: self.clone(), index })
+    }
+
+    /// The request header naming slot `index`: "REGION/OFFSET/CAPACITY".
+    fn header(&self, index: usize) -> Option<HeaderValue> {
+        let region = self.region.get()?;
+        HeaderValue::from_str(&format!("{region}/{}/{}", SHM_HEAD + index * self.slot_bytes, self.slot_bytes)).ok()
+    }
+}
+
+impl Drop for ShmPool {
+    fn drop(&mut self) {
+        if let Some(m) = self.map.get() {
+            // SAFETY: the mapping made in `attach`; no lease (and so no
+            // array) outlives the pool, since each holds an Arc of it.
+            unsafe { libc::munmap(m.0.cast(), self.len) };
+        } else {
+            self.unlink();
+        }
+    }
+}
+
+/// One call's slot; back in the free list when dropped.
+struct Lease {
+    pool: std::sync::Arc<ShmPool>,
+    index: usize,
+}
+
+impl Lease {
+    /// The slot's byte range in the region.
+    fn range(&self) -> std::ops::Range<usize> {
+        let start = SHM_HEAD + self.index * self.pool.slot_bytes;
+        start..start + self.pool.slot_bytes
+    }
+
+    fn ptr(&self, offset: usize) -> *mut u8 {
+        let m = self.pool.map.get().expect("a lease is of a mapped pool");
+        assert!(offset < self.pool.len);
+        // SAFETY: inside the mapping (asserted).
+        unsafe { m.0.add(offset) }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.pool.free.lock().expect("the free list's lock is not poisoned").push(self.index);
+    }
+}
+
+/// Keeps a shared-memory slot lent for the numpy arrays over it.
+#[pyclass(frozen, module = "solidgraph._native", name = "_ShmSlot")]
+struct ShmSlot {
+    lease: Lease,
 }

@@ -38,5 +38,17 @@ fn main() -> Result<(), String> {
     }
     let open = OpenOptions { cache_bytes: cache, writable: !read_only, ..Default::default() };
     let threads = limits.max_concurrent;
-    serve(ServeOptions { stores, data_dir: None, listen, tokens: None, metrics: None, tls: None, limits, open, threads, reactor_threads: 1 })
+    serve(ServeOptions {
+        stores,
+        data_dir: None,
+        listen,
+        tokens: None,
+        metrics: None,
+        tls: None,
+        limits,
+        open,
+        threads,
+        reactor_threads: 1,
+        shm: Default::default(),
+    })
 }

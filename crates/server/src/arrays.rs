@@ -189,7 +189,14 @@ impl Out {
             let mut off = 0;
             loop {
                 let take = (data.len() - off).min(chunk - cur_bytes);
-                let c = ArrayChunk { name: name.clone(), dtype: dtype.into(), shape: shape.clone(), offset: off as u64, data: data.slice(off..off + take) };
+                let c = ArrayChunk {
+                    name: name.clone(),
+                    dtype: dtype.into(),
+                    shape: shape.clone(),
+                    offset: off as u64,
+                    data: data.slice(off..off + take),
+                    shm: None,
+                };
                 if take > 0
                     && let Some(pad) = padding(pos, &c)
                 {
@@ -317,7 +324,8 @@ mod tests {
         for pos in 0..64 {
             for name in ["", "a", "tensor/x", "a-longer-name-of-an-array"] {
                 for len in [1usize, 3, 200, 70_000] {
-                    let c = ArrayChunk { name: name.into(), dtype: "float32".into(), shape: vec![len as u64], offset: 9, data: vec![1u8; len].into() };
+                    let c =
+                        ArrayChunk { name: name.into(), dtype: "float32".into(), shape: vec![len as u64], offset: 9, data: vec![1u8; len].into(), shm: None };
                     let pad = padding(pos, &c).map_or(0, |p| field_len(&p));
                     assert_eq!((pos + pad + field_len(&c) - len) % ALIGN, 0);
                 }

@@ -20,6 +20,8 @@ use crate::telemetry;
 pub struct GraphService {
     pub stores: Arc<Stores>,
     pub gate: Arc<Gate>,
+    /// Callers' shared-memory regions for array replies (`shm`).
+    pub shm: Arc<crate::shm::ShmRegions>,
 }
 
 /// Most vertex lists of a read that may run on the reactor: a handful of
@@ -281,5 +283,22 @@ impl Graph for GraphService {
     type ShardSampleStream = ArraysStream;
     async fn shard_sample(&self, req: Request<ShardSampleRequest>) -> Result<Response<ArraysStream>, Status> {
         self.shard_sample_impl(req.into_inner()).await
+    }
+
+    async fn register_shm(&self, req: Request<RegisterShmRequest>) -> Result<Response<RegisterShmReply>, Status> {
+        let peer = req.remote_addr();
+        let r = req.into_inner();
+        let shm = self.shm.clone();
+        // Opening and populating the mapping is file I/O and page faults: not on the reactor.
+        let region = tokio::task::spawn_blocking(move || shm.register(peer, &r.path, r.size, &r.cookie))
+            .await
+            .map_err(|e| Status::internal(format!("registering the region: {e}")))??;
+        Ok(Response::new(RegisterShmReply { region }))
+    }
+
+    async fn release_shm(&self, req: Request<ReleaseShmRequest>) -> Result<Response<ReleaseShmReply>, Status> {
+        let peer = req.remote_addr();
+        self.shm.release(peer, &req.into_inner().region);
+        Ok(Response::new(ReleaseShmReply {}))
     }
 }

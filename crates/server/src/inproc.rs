@@ -20,7 +20,10 @@ use crate::updates::UpdatesService;
 pub fn routes(stores: Arc<Stores>, limits: Limits) -> Routes {
     let max = limits.max_message_bytes;
     let gate = Arc::new(Gate::new(limits));
-    let graph = Replies::new(Arc::new(GraphService { stores: stores.clone(), gate: gate.clone() }), max);
+    let graph = Replies::new(
+        Arc::new(GraphService { stores: stores.clone(), gate: gate.clone(), shm: Arc::new(crate::shm::ShmRegions::new(Default::default())) }),
+        max,
+    );
     let updates = UpdatesServer::new(UpdatesService { stores, gate }).max_decoding_message_size(max).max_encoding_message_size(max);
     Routes::new(graph).add_service(updates)
 }

@@ -20,6 +20,7 @@ mod oversize;
 mod replies;
 mod serve;
 mod shard;
+pub mod shm;
 mod spool;
 mod stores;
 mod telemetry;
@@ -29,6 +30,7 @@ mod updates;
 pub use auth::{Role, Tokens};
 pub use limits::Limits;
 pub use serve::{ServeOptions, TlsFiles, serve};
+pub use shm::ShmOptions;
 pub use stores::Stores;
 
 /// The generated messages and services of `solidgraph.v1`.

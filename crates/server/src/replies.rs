@@ -20,12 +20,14 @@ use prost::Message;
 use tonic::body::Body;
 use tonic::codegen::{BoxFuture, http};
 use tonic::server::NamedService;
+use tonic::transport::server::TcpConnectInfo;
 use tonic::{Request, Status};
 use tower::Service;
 
 use crate::graph::{ArraysStream, GraphService};
 use crate::proto::graph_server::{Graph, GraphServer};
 use crate::proto::{ArrayChunk, Arrays};
+use crate::shm::Slot;
 
 /// gRPC's message prefix: a compression flag, then a big-endian length.
 const PREFIX: usize = 5;
@@ -95,16 +97,43 @@ impl Service<http::Request<Body>> for Replies {
             return self.inner.call(req);
         };
         let (graph, max) = (self.graph.clone(), self.max_message);
+        let slot = shm_slot(&graph, &req);
         Box::pin(async move {
-            let reply = match request(req.into_body(), max).await {
-                Ok(msg) => answer(&graph, call, msg).await,
-                Err(s) => Err(s),
+            let reply = match (slot, request(req.into_body(), max).await) {
+                (Ok(slot), Ok(msg)) => answer(&graph, call, msg).await.map(|s| (slot, s)),
+                (Err(s), _) | (_, Err(s)) => Err(s),
             };
             Ok(match reply {
-                Ok(stream) => respond(stream, max),
+                Ok((Some(slot), stream)) => respond_shm(&slot, stream, max),
+                Ok((None, stream)) => respond(stream, max),
                 Err(s) => s.into_http(),
             })
         })
+    }
+}
+
+/// The shared-memory slot the request names (`shm`), from a loopback peer
+/// only; None without one, or for a region this connection does not hold.
+fn shm_slot(graph: &GraphService, req: &http::Request<Body>) -> Result<Option<Slot>, Status> {
+    let Some(h) = req.headers().get(crate::shm::HEADER) else {
+        return Ok(None);
+    };
+    let peer = req.extensions().get::<TcpConnectInfo>().and_then(|i| i.remote_addr());
+    match peer {
+        Some(p) if p.ip().is_loopback() => graph.shm.slot(p, h.as_bytes()),
+        _ => Ok(None),
+    }
+}
+
+/// The reply in the caller's slot: its arrays copied there and one small
+/// message of where they are; inline (`respond`) when they do not fit or
+/// the call failed.
+fn respond_shm(slot: &Slot, stream: ArraysStream, max: usize) -> http::Response<Body> {
+    let msgs: Vec<Result<Arrays, Status>> = stream.collect();
+    let ok: Option<Vec<Arrays>> = msgs.iter().map(|m| m.as_ref().ok().cloned()).collect();
+    match ok.and_then(|m| slot.place(&m)) {
+        Some(placed) => respond(ArraysStream::new(vec![Ok(placed)]), max),
+        None => respond(ArraysStream::new(msgs), max),
     }
 }
 
@@ -211,7 +240,7 @@ fn frame(m: &Arrays, max: usize, out: &mut VecDeque<Bytes>) -> Result<(), Status
             continue;
         }
         // The chunk's fields before its data (the last field), then the data's key and length.
-        let fields = ArrayChunk { name: c.name.clone(), dtype: c.dtype.clone(), shape: c.shape.clone(), offset: c.offset, data: Bytes::new() };
+        let fields = ArrayChunk { name: c.name.clone(), dtype: c.dtype.clone(), shape: c.shape.clone(), offset: c.offset, data: Bytes::new(), shm: None };
         fields.encode_raw(&mut head);
         prost::encoding::encode_key(5, prost::encoding::WireType::LengthDelimited, &mut head);
         prost::encoding::encode_varint(c.data.len() as u64, &mut head);

@@ -50,6 +50,8 @@ pub struct ServeOptions {
     /// Threads of the reactor, which runs HTTP/2 and the small reads
     /// (`gate`); 1 unless many cores serve many small requests.
     pub reactor_threads: usize,
+    /// Array replies through callers' shared memory (`shm`).
+    pub shm: crate::shm::ShmOptions,
 }
 
 fn read(p: &PathBuf) -> Result<Vec<u8>, String> {
@@ -117,8 +119,9 @@ async fn run(opts: ServeOptions, tokens: Tokens) -> Result<(), String> {
         .build_v1()
         .map_err(|e| e.to_string())?;
 
+    let shm = Arc::new(crate::shm::ShmRegions::new(opts.shm.clone()));
     let read_auth = tokens.clone();
-    let graph = Replies::new(Arc::new(GraphService { stores: stores.clone(), gate: gate.clone() }), max);
+    let graph = Replies::new(Arc::new(GraphService { stores: stores.clone(), gate: gate.clone(), shm: shm.clone() }), max);
     let graph = tonic::service::interceptor::InterceptedService::new(graph, move |r: Request<()>| -> Result<Request<()>, Status> {
         read_auth.check(&r, Role::Read)?;
         Ok(r)
@@ -146,6 +149,8 @@ async fn run(opts: ServeOptions, tokens: Tokens) -> Result<(), String> {
     }
     // No Nagle delay for small replies; keepalive finds dead clients.
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true)).with_keepalive(Some(Duration::from_secs(60)));
+    // Each connection's shared-memory regions go when it ends.
+    let incoming = tokio_stream::StreamExt::map(incoming, move |c| c.map(|s| crate::shm::Conn::new(s, shm.clone())));
     router.serve_with_incoming_shutdown(incoming, shutdown_signal()).await.map_err(|e| format!("server: {e}"))?;
     tracing::info!("stopped accepting; in-flight calls done; flushing the WAL");
     for (name, s) in stores.all() {
