@@ -232,3 +232,35 @@ fn rdf_bytes_dictionary_directory_shorter_than_its_header() {
     }
     replay("rdf_bytes", name);
 }
+
+/// Found by rdf_bytes (round 4): the quad store's superblock (checksum
+/// recomputed) declared a stripe unit whose row of bytes (unit x page size)
+/// wrapped to 0; the volume's open took each member's length modulo it
+/// (io/src/volume.rs: "attempt to calculate the remainder with a divisor
+/// of zero"). The volume now refuses a stripe unit past 2^24 pages.
+#[test]
+fn rdf_bytes_stripe_unit_wraps_the_row_size() {
+    let name = "crash-3c68fabfab661d37687849601fa4ebb5f76c211d";
+    let dir = rdf_bytes_store(name);
+    match solidgraph_rdf::RdfStore::open(dir.path(), &solidgraph_rdf::OpenOptions::default()) {
+        Err(e) => assert!(e.to_string().contains("stripe unit"), "{e}"),
+        Ok(_) => panic!("the damaged stripe unit is refused at open"),
+    }
+    replay("rdf_bytes", name);
+}
+
+/// Found by server (round 4, 90K executions in): an UpdateGraph stream
+/// (options field 2 = 5; src [0, 1, 2], dst ids up to 0x0900000000000001)
+/// ran past libFuzzer's 30 s timeout; a profile of the replay puts 92% of
+/// it in the store import's layout (`Builder::end_vertex`,
+/// `TopDegrees::push`), one vertex at a time over a huge id range. Not yet
+/// diagnosed: which limit lets a 100-byte request lay out that many
+/// vertices (the server's graph-bytes limit bounds the request, not the
+/// ids it names).
+#[test]
+#[ignore = "server timeout: UpdateGraph lays out a huge vertex range (round 4), not yet fixed"]
+fn server_update_graph_huge_id_range() {
+    let t = std::time::Instant::now();
+    replay("server", "timeout-955304cbae7893652f11124da530128d853d48a9");
+    assert!(t.elapsed().as_secs() < 30, "within libFuzzer's timeout: {:?}", t.elapsed());
+}

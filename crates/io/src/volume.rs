@@ -25,6 +25,11 @@ use crate::sync::MutexExt;
 /// into one chunk, so the registered (fixed) buffers cover whole batches.
 const MIN_CHUNK_BYTES: usize = 256 * 1024;
 
+/// Largest stripe unit: a row's bytes (unit x page size) then fit in a
+/// u64 with room for the member count (a damaged superblock's unit made
+/// the row wrap to 0, a division by zero at open).
+const MAX_STRIPE_PAGES: u64 = 1 << 24;
+
 fn chunk_bytes(opts: &VolumeOptions) -> usize {
     opts.max_io_bytes.max(MIN_CHUNK_BYTES)
 }
@@ -102,8 +107,8 @@ impl VolumeOptions {
         if !(4096..=65536).contains(&ps) || !ps.is_power_of_two() {
             return Err(IoError::Config(format!("page size {ps} must be a power of two in 4096..=65536")));
         }
-        if self.stripe_pages == 0 {
-            return Err(IoError::Config("stripe unit must be at least one page".into()));
+        if self.stripe_pages == 0 || self.stripe_pages > MAX_STRIPE_PAGES {
+            return Err(IoError::Config(format!("stripe unit of {} pages must be in 1..={MAX_STRIPE_PAGES}", self.stripe_pages)));
         }
         if self.inflight_per_member == 0 || self.inflight_per_member > 4096 {
             return Err(IoError::Config(format!("in-flight cap {} must be in 1..=4096", self.inflight_per_member)));
