@@ -628,28 +628,38 @@ impl DictFile {
     /// inlined value by its inlined id; other ids stay. The inline pages
     /// the ids fall in are read in one batch through the cache.
     pub fn to_inline(&self, ids: &mut [u64]) -> Result<()> {
-        if self.inline_first.is_empty() {
-            return Ok(());
-        }
-        let page_of = |id: u64| (1..=self.terms).contains(&id).then(|| self.inline_first.partition_point(|&f| f <= id).checked_sub(1)).flatten();
-        let mut pages: Vec<usize> = ids.iter().filter_map(|&id| page_of(id)).collect();
+        const NONE: u32 = u32::MAX;
+        let Some(&lo) = self.inline_first.first() else { return Ok(()) };
+        // The inline page of each id, found once (ids below the first
+        // inlined one or past the file's terms have none).
+        let at: Vec<u32> =
+            ids.iter().map(|&id| if id < lo || id > self.terms { NONE } else { (self.inline_first.partition_point(|&f| f <= id) - 1) as u32 }).collect();
+        let mut pages: Vec<u32> = at.iter().copied().filter(|&p| p != NONE).collect();
+        // A list's ids come in runs of near ids: dropping repeats first makes the sort short.
+        pages.dedup();
         pages.sort_unstable();
         pages.dedup();
         if pages.is_empty() {
             return Ok(());
         }
-        let starts: Vec<u64> = pages.iter().map(|&p| self.inline_start + p as u64).collect();
+        let starts: Vec<u64> = pages.iter().map(|&p| self.inline_start + u64::from(p)).collect();
         let blocks = self.blocks(&starts, &vec![1; starts.len()], KIND_INLINE)?;
         for (k, blk) in blocks.iter().enumerate() {
-            self.check_inline(pages[k], blk)?;
+            self.check_inline(pages[k] as usize, blk)?;
         }
-        for id in ids.iter_mut() {
-            let Some(p) = page_of(*id) else { continue };
-            let blk = &blocks[pages.binary_search(&p).expect("page listed")];
+        let mut last = (NONE, 0);
+        for (id, &p) in ids.iter_mut().zip(&at) {
+            if p == NONE {
+                continue;
+            }
+            if last.0 != p {
+                last = (p, pages.binary_search(&p).expect("page listed"));
+            }
+            let blk = &blocks[last.1];
             let n = blk.offs[0] as usize;
-            let at = partition(n, |j| le64(&blk.bytes, HASH_HEAD + 16 * j) < *id);
-            if at < n && le64(&blk.bytes, HASH_HEAD + 16 * at) == *id {
-                *id = le64(&blk.bytes, HASH_HEAD + 16 * at + 8);
+            let j = partition(n, |j| le64(&blk.bytes, HASH_HEAD + 16 * j) < *id);
+            if j < n && le64(&blk.bytes, HASH_HEAD + 16 * j) == *id {
+                *id = le64(&blk.bytes, HASH_HEAD + 16 * j + 8);
             }
         }
         Ok(())
