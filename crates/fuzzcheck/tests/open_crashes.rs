@@ -264,3 +264,19 @@ fn server_update_graph_huge_id_range() {
     replay("server", "timeout-955304cbae7893652f11124da530128d853d48a9");
     assert!(t.elapsed().as_secs() < 30, "within libFuzzer's timeout: {:?}", t.elapsed());
 }
+
+/// Found by rdf_bytes (round 4): rdf.meta (checksum recomputed) declared
+/// a label-pair count whose 16 bytes a pair wrapped to the file's length;
+/// collecting the pairs overflowed a vector's capacity (rdf/src/meta.rs).
+/// The length check is now overflow-checked: a corruption error.
+#[test]
+fn rdf_bytes_meta_pair_count_wraps_the_length() {
+    let name = "crash-0c63c896e0dbdf79caf4f98ef7d7d6be772b5abc";
+    let dir = rdf_bytes_store(name);
+    match solidgraph_rdf::RdfStore::open(dir.path(), &solidgraph_rdf::OpenOptions::default()) {
+        Err(e @ solidgraph_rdf::RdfError::Corrupt { .. }) => assert!(e.to_string().contains("label count"), "{e}"),
+        Err(e) => panic!("a corruption error, not {e}"),
+        Ok(_) => panic!("the damaged pair count is refused at open"),
+    }
+    replay("rdf_bytes", name);
+}

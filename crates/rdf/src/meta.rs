@@ -78,7 +78,9 @@ impl Meta {
         }
         let word = |i: usize| u64::from_le_bytes(body[i..i + 8].try_into().expect("8"));
         let n = word(36) as usize;
-        if body.len() != 44 + n * 16 {
+        // Checked: a damaged count whose 16 bytes a pair wrap around could
+        // match the length and then size the pairs' vector.
+        if n.checked_mul(16).and_then(|b| b.checked_add(44)) != Some(body.len()) {
             return Err(bad("length does not match its label count"));
         }
         let pairs = (0..n).map(|i| (word(44 + 16 * i), word(52 + 16 * i))).collect();
