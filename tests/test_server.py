@@ -448,7 +448,7 @@ def test_update_graph_builds_a_store_equal_to_a_local_import(serve, tmp_path):
     kw = dict(in_edges=True, dedup=True, num_nodes=N, order="degree")
     solidgraph.import_graph(tmp_path / "local", (src, dst), {"x": x, "y": y}, edge_weights=w, **kw)
     g = solidgraph.open(tmp_path / "local")
-    srv = serve("--data-dir", data)
+    srv = serve("--data-dir", data, "--max-graph-vertices", str(N))
     r = srv.connect()
     # Small chunks: many edge and tensor messages.
     b = r.update_graph("built", (src, dst, w), {"x": x, "y": y}, chunk_bytes=4096, **kw)
@@ -476,6 +476,14 @@ def test_update_graph_builds_a_store_equal_to_a_local_import(serve, tmp_path):
         raw_update_graph(r, rows)
     with pytest.raises(solidgraph.InvalidArgumentError, match="do not hold"):
         raw_update_graph(r, [pb.UpdateGraphRequest(name="short", src=pb.Array(dtype="int64", shape=[2], data=b"\0" * 12), dst=arr([1, 2], "int64"))])
+    # Ids or a vertex count past --max-graph-vertices: refused before the
+    # build, which would otherwise lay out (self-loops, lower lists) every
+    # vertex up to the id.
+    for kw in (dict(), dict(num_nodes=2000)):
+        with pytest.raises(RemoteError) as err:
+            r.update_graph("huge", (np.array([0, 1]), np.array([1, 1 << 40])), self_loops=True, **kw)
+        assert err.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert f"limit of {N} vertices" in str(err.value)
     assert sorted(p.name for p in data.iterdir()) == ["built"]
     # Restarted on the data dir, the server serves what it built.
     srv.stop()

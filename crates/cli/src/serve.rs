@@ -24,6 +24,10 @@ pub struct ServeArgs {
     /// (spooled to disk under --data-dir until the build).
     #[arg(long, default_value = "64GiB", value_parser = parse_size)]
     pub max_graph: u64,
+    /// Most vertices a store built by UpdateGraph may have (declared, or the
+    /// largest id + 1).
+    #[arg(long, default_value_t = 1 << 32)]
+    pub max_graph_vertices: u64,
     /// Address to listen on (port 0: any free port; the bound address is printed).
     #[arg(long, default_value = "127.0.0.1:50051")]
     pub listen: String,
@@ -98,6 +102,7 @@ pub fn serve_cmd(a: ServeArgs) -> CliResult {
         deadline: Duration::from_secs_f64(a.deadline),
         chunk_bytes: d.chunk_bytes.min(usize::try_from(a.max_message)? / 2),
         max_graph_bytes: a.max_graph,
+        max_graph_vertices: a.max_graph_vertices,
         ..d
     };
     let tls = a.tls_cert.map(|cert| TlsFiles { cert, key: a.tls_key.expect("clap requires it"), client_ca: a.tls_client_ca });

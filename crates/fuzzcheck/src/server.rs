@@ -62,6 +62,7 @@ fn limits() -> Limits {
         deadline: Duration::from_secs(10),
         chunk_bytes: 256 << 10,
         max_graph_bytes: 1 << 20,
+        max_graph_vertices: 1 << 20,
     }
 }
 

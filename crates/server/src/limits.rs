@@ -23,6 +23,11 @@ pub struct Limits {
     /// Bytes of edge and tensor chunks one UpdateGraph stream may send (the
     /// server spools them to disk under its data dir until the build).
     pub max_graph_bytes: u64,
+    /// Most vertices a store built by UpdateGraph may have (declared, or the
+    /// largest id + 1): a few edges naming a huge id would otherwise ask the
+    /// build for work and disk in proportion to the id (lower lists and
+    /// self-loops cost something per vertex).
+    pub max_graph_vertices: u64,
 }
 
 impl Default for Limits {
@@ -36,6 +41,7 @@ impl Default for Limits {
             deadline: Duration::from_secs(300),
             chunk_bytes: 16 << 20,
             max_graph_bytes: 64 << 30,
+            max_graph_vertices: 1 << 32,
         }
     }
 }
@@ -43,7 +49,7 @@ impl Default for Limits {
 impl Limits {
     /// Checks the limits fit together.
     pub fn check(&self) -> Result<(), String> {
-        if self.max_concurrent == 0 || self.max_ids == 0 || self.max_fanout < 1 {
+        if self.max_concurrent == 0 || self.max_ids == 0 || self.max_fanout < 1 || self.max_graph_vertices == 0 {
             return Err("limits must be at least 1".into());
         }
         // A message is its chunks' bytes plus their headers (name, dtype,

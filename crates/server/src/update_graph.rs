@@ -47,9 +47,14 @@ impl Drop for Reserved {
     }
 }
 
-fn options(o: Option<&UpdateGraphOptions>) -> Result<ImportOptions, Status> {
+fn options(o: Option<&UpdateGraphOptions>, max_vertices: u64) -> Result<ImportOptions, Status> {
     let d = UpdateGraphOptions::default();
     let o = o.unwrap_or(&d);
+    if let Some(n) = o.num_nodes
+        && n > max_vertices
+    {
+        return Err(Status::resource_exhausted(format!("{n} vertices exceed the server's limit of {max_vertices} vertices per UpdateGraph")));
+    }
     let order = match o.order.as_str() {
         "" => VertexOrder::Input,
         s => VertexOrder::parse(s).ok_or_else(|| Status::invalid_argument(format!("order {s:?} must be \"input\" or \"degree\"")))?,
@@ -72,6 +77,8 @@ struct Chunks {
     weights: Option<bool>,
     labels: Option<bool>,
     bytes: u64,
+    /// Ids must be below this (`Limits::max_graph_vertices`).
+    max_vertices: u64,
 }
 
 fn size(a: &Option<Array>) -> u64 {
@@ -100,6 +107,9 @@ impl Chunks {
         let dst = arrays::ids(m.dst.as_ref(), "dst", usize::MAX)?;
         if src.len() != dst.len() {
             return Err(Status::invalid_argument(format!("an edge chunk has {} sources but {} destinations", src.len(), dst.len())));
+        }
+        if let Some(&v) = src.iter().chain(&dst).find(|&&v| v >= self.max_vertices) {
+            return Err(Status::resource_exhausted(format!("vertex id {v} is past the server's limit of {} vertices per UpdateGraph", self.max_vertices)));
         }
         let n = src.len();
         let weights = m.weights.as_ref().map(|w| arrays::f32s(Some(w), "weights", n)).transpose()?;
@@ -163,9 +173,10 @@ pub async fn update_graph(stores: Arc<Stores>, gate: Arc<Gate>, req: Request<Str
     if stores.contains(&name) || path.exists() {
         return Err(Status::already_exists(format!("a store named {name:?} exists")));
     }
-    let mut o = options(first.options.as_ref())?;
+    let max_vertices = gate.limits.max_graph_vertices;
+    let mut o = options(first.options.as_ref(), max_vertices)?;
     let spool = Spool::create(dir.join(format!("{name}.spool.partial-{}", std::process::id())))?;
-    let mut chunks = Chunks { spool, weights: None, labels: None, bytes: 0 };
+    let mut chunks = Chunks { spool, weights: None, labels: None, bytes: 0, max_vertices };
     chunks = add_chunk(chunks, first, limit).await?;
     while let Some(m) = stream.message().await? {
         if !m.name.is_empty() || m.options.is_some() {

@@ -42,3 +42,28 @@ fn sparse_ids_above_2_pow_32_end_to_end() {
     s.verify(&mut |_, _| {}).unwrap();
     assert_eq!(s.neighbors(&[big[1]], Direction::In, false, false).unwrap().indices, vec![big[0], big[4]]);
 }
+
+/// Lower lists and a degree order keep a 4-byte table per vertex, so sparse
+/// ids past the memory budget's worth of vertices are refused with an error
+/// naming the budget (not an allocation of terabytes), and nothing is left
+/// on disk; without either, the same edges import.
+#[test]
+fn sparse_ids_past_the_budget_refuse_per_vertex_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let edges = || vec![EdgeInput::Memory { src: vec![0, 5], dst: vec![1, 1 << 31], weights: None, labels: None }];
+    let lower = ImportOptions { undirected: true, lower_lists: true, ..Default::default() };
+    let degree = ImportOptions { order: order::VertexOrder::Degree, ..Default::default() };
+    let declared = ImportOptions { num_nodes: Some(1 << 31), ..lower.clone() };
+    for (name, o) in [("lower", &lower), ("degree", &degree), ("declared", &declared)] {
+        let p = dir.path().join(format!("{name}.sg"));
+        let e = import(&p, &edges(), &[], o, &|_, _, _| {}).expect_err(name);
+        assert!(matches!(e, StoreError::Invalid(_)), "{name}: {e}");
+        assert!(e.to_string().contains("memory budget"), "{name}: {e}");
+        assert!(!p.exists(), "{name}: a refused import leaves no store");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(leftovers.is_empty(), "partial directories left: {leftovers:?}");
+    let p = dir.path().join("plain.sg");
+    let r = import(&p, &edges(), &[], &ImportOptions { undirected: true, ..Default::default() }, &|_, _, _| {}).unwrap();
+    assert_eq!(r.num_nodes, (1 << 31) + 1);
+}

@@ -445,6 +445,9 @@ fn check_options(o: &ImportOptions) -> Result<()> {
     if o.memory_budget < 16 << 20 {
         return Err(StoreError::Invalid(format!("memory budget {} is below the 16 MiB minimum", o.memory_budget)));
     }
+    if let (true, Some(n)) = (o.lower_lists, o.num_nodes) {
+        per_vertex_table_fits(n, o.memory_budget, "lower lists keep")?;
+    }
     Ok(())
 }
 
@@ -518,6 +521,9 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
             plans.iter().map(|p| p.meta.rows).fold(from_edges, u64::max)
         }
     };
+    if o.lower_lists {
+        per_vertex_table_fits(num_nodes, o.memory_budget, "lower lists keep")?;
+    }
     for p in &plans {
         if p.meta.rows != num_nodes {
             return Err(StoreError::Invalid(format!("tensor {:?} has {} rows but the graph has {num_nodes} vertices", p.meta.name, p.meta.rows)));
@@ -697,6 +703,20 @@ fn layout_parts(o: &ImportOptions, records: u64) -> usize {
     }
 }
 
+/// Refuses a vertex count whose 4-byte-per-vertex table (`what` keeps it)
+/// would not fit the memory budget: sparse ids (a few edges naming vertex
+/// 2^40) would otherwise ask for terabytes at once.
+fn per_vertex_table_fits(num_nodes: u64, budget: u64, what: &str) -> Result<()> {
+    let need = num_nodes.saturating_mul(4);
+    if need > budget {
+        return Err(StoreError::Invalid(format!(
+            "{num_nodes} vertices: {what} 4 bytes per vertex, {need} bytes, more than the memory budget of {budget} bytes \
+             (raise the memory budget, declare fewer vertices or renumber the ids densely)"
+        )));
+    }
+    Ok(())
+}
+
 /// Records below which one thread lays out a direction.
 const LAYOUT_PART_MIN: u64 = 1 << 22;
 
@@ -709,6 +729,7 @@ fn degree_order(edges: &[EdgeInput], o: &ImportOptions, plans: &[TensorPlan], pr
     let mut degree: Vec<u32> = Vec::new();
     let mut readers = edges.iter().map(|e| source::open(e, false, false)).collect::<Result<Vec<_>>>()?;
     read_beside(&mut readers, (false, false), &lim, None, "counting degrees", progress, |batch, m| {
+        per_vertex_table_fits(m + 1, o.memory_budget, "a degree order counts")?;
         let m = m as usize;
         if m >= degree.len() {
             degree.resize((m + 1).max(degree.len() * 5 / 4), 0);
