@@ -1,6 +1,7 @@
 """Graph500-style Kronecker edges for benchmarks/import_speed.sh.
 
     _kron_npy.py SCALE OUT.npy          # (2, 16 * 2^SCALE) int64, ids permuted
+    _kron_npy.py --u32 SCALE OUT.npy    # the same edges as uint32 (half the bytes)
     _kron_npy.py --text IN.npy OUT.el   # the same edges as "src dst" lines
 
 Initiator A=0.57, B=0.19, C=0.19, seeded (numpy's default_rng(1)); not the
@@ -15,14 +16,14 @@ import numpy as np
 CHUNK = 1 << 24
 
 
-def generate(scale: int, out: str) -> None:
+def generate(scale: int, out: str, dtype=np.int64) -> None:
     if scale > 22:
-        return generate_chunked(scale, out)
+        return generate_chunked(scale, out, dtype)
     n, m = 1 << scale, 16 << scale
     rng = np.random.default_rng(1)
     src, dst = kron_chunk(scale, m, rng)
     perm = rng.permutation(n)
-    np.save(out, np.stack([perm[src], perm[dst]]))
+    np.save(out, np.stack([perm[src], perm[dst]]).astype(dtype))
 
 
 def kron_chunk(scale: int, m: int, rng) -> tuple:
@@ -37,13 +38,13 @@ def kron_chunk(scale: int, m: int, rng) -> tuple:
     return src, dst
 
 
-def generate_chunked(scale: int, out: str) -> None:
+def generate_chunked(scale: int, out: str, dtype=np.int64) -> None:
     """Above scale 22: the same distribution written CHUNK edges at a time
     (one seeded generator per chunk) into a memory-mapped .npy, so memory
     stays near 1 GB whatever the scale."""
     n, m = 1 << scale, 16 << scale
     perm = np.random.default_rng(1).permutation(n)
-    arr = np.lib.format.open_memmap(out + ".partial", mode="w+", dtype=np.int64, shape=(2, m))
+    arr = np.lib.format.open_memmap(out + ".partial", mode="w+", dtype=dtype, shape=(2, m))
     for k, i in enumerate(range(0, m, CHUNK)):
         src, dst = kron_chunk(scale, min(CHUNK, m - i), np.random.default_rng([1, k]))
         arr[0, i : i + len(src)] = perm[src]
@@ -70,5 +71,7 @@ def to_text(inp: str, out: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "--text":
         to_text(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "--u32":
+        generate(int(sys.argv[2]), sys.argv[3], np.uint32)
     else:
         generate(int(sys.argv[1]), sys.argv[2])

@@ -607,3 +607,73 @@ fn row_cache_admits_the_highest_degree_vertices_rows() {
     ahead.tensor("x", &[15]).unwrap();
     assert_eq!(ahead.stats().rows.unwrap().hits, 0, "a row nobody expects was taken in beside a read one");
 }
+
+/// Every file under `dir`, by name, with its bytes.
+fn dir_bytes(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// A `.npy` tensor put in degree order through bucket files (several of
+/// them at the least memory budget) reads as the input's rows by vertex, is
+/// byte for byte the store the same rows given in memory make, and leaves
+/// no bucket or build files behind.
+#[test]
+fn npy_tensor_in_degree_order_through_buckets() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (n, dim) = (40_000u64, 16u64);
+    let src: Vec<i64> = (0..n as i64).chain(0..n as i64).collect();
+    let dst: Vec<i64> = (0..n as i64).map(|v| v * 7919 % n as i64).chain((0..n as i64).map(|v| v % 97)).collect();
+    let ids: Vec<u8> = src.iter().chain(&dst).flat_map(|v| v.to_le_bytes()).collect();
+    import::npy::write_npy(&d.join("e.npy"), "<i8", &[2, src.len() as u64], &ids).unwrap();
+    let feats: Vec<u8> = (0..n * dim).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    import::npy::write_npy(&d.join("x.npy"), "<f4", &[n, dim], &feats).unwrap();
+    let o =
+        ImportOptions { undirected: true, dedup: true, order: order::VertexOrder::Degree, num_nodes: Some(n), memory_budget: 16 << 20, ..Default::default() };
+    let plan = import::permute::plan(n, (dim * 4) as usize, o.memory_budget).unwrap();
+    assert!(plan.buckets >= 4, "{plan:?}");
+    let edges = [EdgeInput::File(d.join("e.npy"))];
+    let from_npy = [TensorInput { name: "x".into(), data: TensorData::Npy(d.join("x.npy")) }];
+    let in_memory = [TensorInput { name: "x".into(), data: TensorData::Memory { dtype: tensor::DType::F32, rows: n, dim, bytes: feats.clone() } }];
+    import(&d.join("npy"), &edges, &from_npy, &o, &quiet).unwrap();
+    import(&d.join("mem"), &edges, &in_memory, &o, &quiet).unwrap();
+    assert_eq!(dir_bytes(&d.join("npy")), dir_bytes(&d.join("mem")));
+    let s = Store::open(&d.join("npy"), &OpenOptions::default()).unwrap();
+    assert!(s.reordered());
+    let want_ids = [0u64, 1, 96, 12_345, n - 1];
+    let got = s.tensor("x", &want_ids).unwrap().data;
+    let want: Vec<u8> = want_ids.iter().flat_map(|&v| feats[(v * dim * 4) as usize..((v + 1) * dim * 4) as usize].to_vec()).collect();
+    assert_eq!(got, want);
+    s.verify(&mut |_, _| {}).unwrap();
+    let mut left: Vec<String> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    assert_eq!(left, ["e.npy", "mem", "npy", "x.npy"]);
+}
+
+/// A reordered `.npy` tensor shorter than its header says fails with the
+/// file's name and leaves nothing on disk.
+#[test]
+fn short_npy_tensor_in_degree_order_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let n = 5000u64;
+    let ids: Vec<u8> = (0..n as i64).chain((0..n as i64).map(|v| (v + 1) % n as i64)).flat_map(|v| v.to_le_bytes()).collect();
+    import::npy::write_npy(&d.join("e.npy"), "<i8", &[2, n], &ids).unwrap();
+    let feats: Vec<u8> = (0..n * 8).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    import::npy::write_npy(&d.join("x.npy"), "<f4", &[n, 8], &feats).unwrap();
+    let full = std::fs::metadata(d.join("x.npy")).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(d.join("x.npy")).unwrap().set_len(full - 100).unwrap();
+    let o = ImportOptions { undirected: true, order: order::VertexOrder::Degree, memory_budget: 16 << 20, ..Default::default() };
+    let t = [TensorInput { name: "x".into(), data: TensorData::Npy(d.join("x.npy")) }];
+    let e = import(&d.join("s"), &[EdgeInput::File(d.join("e.npy"))], &t, &o, &quiet).unwrap_err();
+    assert!(e.to_string().contains("x.npy"), "{e}");
+    let mut left: Vec<String> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    assert_eq!(left, ["e.npy", "x.npy"]);
+}

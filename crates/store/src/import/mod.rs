@@ -18,6 +18,7 @@
 
 pub mod layout;
 pub mod npy;
+pub mod permute;
 pub mod sort;
 pub mod source;
 
@@ -559,7 +560,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     let (out_meta, in_meta, lower_meta, hot, order, total_pages, num_edges) = std::thread::scope(|scope| -> Result<_> {
         let writer = spawn_named(scope, "sg-tensors".into(), || -> Result<()> {
             for (i, p) in plans.iter().enumerate() {
-                write_one_tensor(&vol, i as u32, p, perm.as_ref().map(|p| &p.to_external[..]), progress)?;
+                write_one_tensor(&vol, i as u32, p, perm.as_ref(), (&tmp, o.memory_budget), progress)?;
             }
             Ok(())
         });
@@ -860,12 +861,38 @@ impl Gather<'_> {
     }
 }
 
-fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, order: Option<&[u32]>, progress: Progress) -> Result<()> {
+/// Writes tensor `index`'s pages, its rows in `order`'s new order if
+/// given. A reordered `.npy` goes through bucket files in `scratch.0`
+/// (`permute`), cut to the memory budget `scratch.1`.
+fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, order: Option<&Permutation>, scratch: (&Path, u64), progress: Progress) -> Result<()> {
     let total = p.meta.rows * p.meta.row_bytes();
     let mut done = 0u64;
     let name = format!("tensor {}", p.meta.name);
-    if let Some(rows) = order {
-        let rb = p.meta.row_bytes() as usize;
+    let rb = p.meta.row_bytes() as usize;
+    if let (Some(perm), TensorData::Npy(path)) = (order, p.data) {
+        if let Some(plan) = permute::plan(p.meta.rows, rb, scratch.1) {
+            let paths = permute::bucket_paths(scratch.0, &format!("tensor-{index}"), &plan);
+            let mut step = 0u64;
+            let label = format!("{name} (to buckets)");
+            permute::distribute(path, p.offset, &perm.to_internal, &plan, &paths, &mut |read| {
+                if read / (64 << 20) > step {
+                    step = read / (64 << 20);
+                    progress(&label, read, total);
+                }
+            })?;
+            let mut placed = permute::Placed::new(plan, &perm.to_external, paths);
+            write_tensor(vol, p.meta.start_page, index, EPOCH, |buf| {
+                let n = placed.fill(buf)?;
+                done += n as u64;
+                if done % (64 << 20) < n as u64 {
+                    progress(&name, done, total);
+                }
+                Ok(n)
+            })?;
+            return Ok(());
+        }
+    }
+    if let Some(rows) = order.map(|p| &p.to_external[..]) {
         let mut g = Gather { rows, row_bytes: rb, next: 0, buf: Vec::new(), at: 0 };
         match p.data {
             TensorData::Memory { bytes, .. } => {
