@@ -558,9 +558,20 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
     let hot = (num_nodes.div_ceil(4) as usize).min(HOT_MAX).min(o.memory_budget as usize / 64);
     let lo = LayoutOptions { fmt, fill: o.fill_factor, dedup: o.dedup, self_loops: o.self_loops, num_nodes, epoch: EPOCH, presence, hot, degrees: false };
     let (out_meta, in_meta, lower_meta, hot, order, total_pages, num_edges) = std::thread::scope(|scope| -> Result<_> {
-        let writer = spawn_named(scope, "sg-tensors".into(), || -> Result<()> {
+        // Bucket files of reordered tensors are as large as the tensors:
+        // they wait until the out-edge runs, as large, are merged and
+        // removed, so the disk never holds both.
+        let (runs_gone, wait_runs) = std::sync::mpsc::channel::<()>();
+        let (plans, vol, perm, tmp) = (&plans, &vol, perm.as_ref(), &tmp);
+        let writer = spawn_named(scope, "sg-tensors".into(), move || -> Result<()> {
+            let mut waited = false;
             for (i, p) in plans.iter().enumerate() {
-                write_one_tensor(&vol, i as u32, p, perm.as_ref(), (&tmp, o.memory_budget), progress)?;
+                if !waited && perm.is_some() && matches!(p.data, TensorData::Npy(_)) {
+                    // A closed channel means the layout failed; its error is the one reported.
+                    wait_runs.recv().map_err(|_| StoreError::Invalid("import stopped before the tensors were written".into()))?;
+                    waited = true;
+                }
+                write_one_tensor(vol, i as u32, p, perm, (tmp, o.memory_budget), progress)?;
             }
             Ok(())
         });
@@ -572,6 +583,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
             let lower_o = LayoutOptions { hot: 0, ..lo };
             let (out_laid, lower_laid) =
                 lay_out(&vol, next_page, sorted, (&out_o, o.lower_lists.then_some(&lower_o)), &tmp, out_total, &|d, t| progress("out-edges", d, t))?;
+            let _ = runs_gone.send(());
             let (out_meta, mut next) = write_gtt(&vol, &out_laid.gtt, num_nodes, out_laid.next_page, next_page)?;
             phases.done("out-edges (and lower lists): merge, lay out, write");
             // In-edges and lower lists: one more adjacency each, from its
@@ -618,6 +630,8 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
             };
             Ok((out_meta, in_meta, lower_meta, hot, order, next + order.pages, out_laid.edges))
         })();
+        // Whatever the layout returned, the writer waits no longer.
+        drop(runs_gone);
         let wrote = writer.join().map_err(|_| StoreError::Invalid("tensor writer thread panicked".into()))?;
         phases.done("tables, tensors");
         let laid = laid?;
