@@ -45,7 +45,8 @@ E="$EDGES_DIR/s$SCALE.npy" X="$DIR/x$SCALE.npy" S="$DIR/s$SCALE.sg" OUT="$DIR/bi
 CG=/sys/fs/cgroup/memory/sg-billion
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 
-# Inputs, outside the cgroup (not measured).
+# Inputs, outside the cgroup (not measured), when the store is to be made.
+if has import && [ ! -e "$S" ]; then
 [ -e "$E" ] || "$PY" benchmarks/_kron_npy.py --u32 "$SCALE" "$E"
 [ -e "$X" ] || "$PY" - "$N" "$X" <<'EOF'
 import os, sys
@@ -61,6 +62,7 @@ a.flush()
 del a
 os.replace(out + ".partial", out)
 EOF
+fi
 
 # A fresh cgroup of $MEM for each step; the step's shell joins it.
 in_cgroup() {
@@ -77,13 +79,14 @@ if has import && [ ! -e "$S" ]; then
   used0=$(df -B1 --output=used "$DIR" | tail -1)
   (peak=0; while sleep 1; do u=$(df -B1 --output=used "$DIR" | tail -1); [ "$u" -gt "$peak" ] && peak=$u && echo "$peak" > "$DIR/.disk-peak"; done) &
   watcher=$!
+  trap 'kill $watcher 2>/dev/null' EXIT
   t0=$(date +%s.%N)
   in_cgroup /usr/bin/time -v -o "$DIR/import.time" "$BIN" import "$S" --edges "$E" --tensor "x=$X" --undirected --dedup --order degree \
     --lower-lists --num-nodes "$N" --memory-budget "$BUDGET" --json > "$DIR/import.json"
   t1=$(date +%s.%N)
   kill $watcher
   peak=$(cat "$DIR/.disk-peak")
-  rss=$(awk -F': ' '/Maximum resident/ {print $2 * 1024}' "$DIR/import.time")
+  rss=$(awk -F': ' '/Maximum resident/ {printf "%d\n", $2 * 1024}' "$DIR/import.time")
   cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$DIR/import.time")
   "$PY" - "$DIR/import.json" "$SCALE" "$t0" "$t1" "$cpu" "$rss" "$(peak_cg)" "$((peak - used0))" "$(du -sb "$S" | cut -f1)" "$MEM" "$BUDGET" >> "$OUT" <<'EOF'
 import json, sys
@@ -95,7 +98,7 @@ print(json.dumps({"step": "import", "scale": int(sys.argv[2]), "seconds": secs, 
     "store_bytes": int(sys.argv[9]), "mem": sys.argv[10], "budget": sys.argv[11], "phases": r.get("phases")}))
 EOF
   tail -1 "$OUT"
-  [ "$KEEP" = 1 ] || rm -f "$E"
+  [ "$KEEP" = 1 ] || rm -f "$E" "$X"
 fi
 
 # BFS from the vertex of highest degree among the first 4096 ids.
@@ -106,7 +109,7 @@ for algo in bfs wcc pagerank kcore; do
   [ "$algo" = bfs ] && extra=(--source "$SRC")
   [ "$algo" = pagerank ] && extra=(--iterations 20)
   in_cgroup /usr/bin/time -v -o "$DIR/$algo.time" "$BIN" run "$algo" "$S" --json --cache 256MiB "${extra[@]}" > "$DIR/$algo.json"
-  rss=$(awk -F': ' '/Maximum resident/ {print $2 * 1024}' "$DIR/$algo.time")
+  rss=$(awk -F': ' '/Maximum resident/ {printf "%d\n", $2 * 1024}' "$DIR/$algo.time")
   "$PY" -c "import json, sys; r = json.load(open(sys.argv[1])); r.update(step=sys.argv[2], scale=int(sys.argv[3]), peak_rss=int(sys.argv[4]), cgroup_peak=int(sys.argv[5]), mem=sys.argv[6]); print(json.dumps(r))" \
     "$DIR/$algo.json" "$algo" "$SCALE" "$rss" "$(peak_cg)" "$MEM" >> "$OUT"
   tail -1 "$OUT"
