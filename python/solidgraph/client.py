@@ -747,12 +747,18 @@ class _Shm:
         self.region = ""
         self.lock = threading.Lock()
 
+    def _ready(self, g: "RemoteGraph") -> bool:
+        # A region the server no longer holds (it restarted, or the channel
+        # reconnected) is registered again.
+        return self.done and not (self.region and g._native.shm_lost())
+
     def setup(self, g: "RemoteGraph") -> None:
-        if self.done:
+        if self._ready(g):
             return
         with self.lock:
-            if self.done:
+            if self._ready(g):
                 return
+            self.region = ""
             try:
                 path, size, cookie = g._native.shm_create(self.slots, self.slot_bytes)
                 # On the native channel's own connection: the region is that connection's.

@@ -17,17 +17,17 @@ use std::task::{Context, Poll};
 use bytes::{BufMut, Bytes, BytesMut};
 use http_body::{Body as HttpBody, Frame};
 use prost::Message;
+use tonic::Status;
 use tonic::body::Body;
 use tonic::codegen::{BoxFuture, http};
 use tonic::server::NamedService;
 use tonic::transport::server::TcpConnectInfo;
-use tonic::Status;
 use tower::Service;
 
 use crate::graph::{ArraysStream, GraphService};
 use crate::proto::graph_server::GraphServer;
 use crate::proto::{ArrayChunk, Arrays};
-use crate::shm::Slot;
+use crate::shm::{Lent, Slot};
 
 /// gRPC's message prefix: a compression flag, then a big-endian length.
 const PREFIX: usize = 5;
@@ -97,29 +97,38 @@ impl Service<http::Request<Body>> for Replies {
             return self.inner.call(req);
         };
         let (graph, max) = (self.graph.clone(), self.max_message);
-        let slot = shm_slot(&graph, &req);
+        let lent = shm_slot(&graph, &req);
         Box::pin(async move {
+            let unknown = matches!(lent, Ok(Some(Lent::Unknown)));
+            let slot = lent.map(|l| match l {
+                Some(Lent::Slot(s)) => Some(s),
+                _ => None,
+            });
             let reply = match (slot, request(req.into_body(), max).await) {
                 (Ok(slot), Ok(msg)) => answer(&graph, call, msg, slot).await,
                 (Err(s), _) | (_, Err(s)) => Err(s),
             };
-            Ok(match reply {
+            let mut r = match reply {
                 Ok(stream) => respond(stream, max),
                 Err(s) => s.into_http(),
-            })
+            };
+            if unknown {
+                r.headers_mut().insert(crate::shm::HEADER, http::HeaderValue::from_static(crate::shm::UNKNOWN));
+            }
+            Ok(r)
         })
     }
 }
 
-/// The shared-memory slot the request names (`shm`), from a loopback peer
-/// only; None without one, or for a region this connection does not hold.
-fn shm_slot(graph: &GraphService, req: &http::Request<Body>) -> Result<Option<Slot>, Status> {
+/// What the shared-memory slot the request names (`shm`) gets, from a
+/// loopback peer only; None without a header or from another host.
+fn shm_slot(graph: &GraphService, req: &http::Request<Body>) -> Result<Option<Lent>, Status> {
     let Some(h) = req.headers().get(crate::shm::HEADER) else {
         return Ok(None);
     };
     let peer = req.extensions().get::<TcpConnectInfo>().and_then(|i| i.remote_addr());
     match peer {
-        Some(p) if p.ip().is_loopback() => graph.shm.slot(p, h.as_bytes()),
+        Some(p) if p.ip().is_loopback() => graph.shm.slot(p, h.as_bytes()).map(Some),
         _ => Ok(None),
     }
 }

@@ -184,10 +184,11 @@ impl ShmRegions {
         order.retain(|n| map.contains_key(n));
     }
 
-    /// The slot a request's header names: None for a region this server
-    /// does not hold; INVALID_ARGUMENT for a malformed header or a slot
-    /// outside its region.
-    pub fn slot(&self, peer: SocketAddr, header: &[u8]) -> Result<Option<Slot>, Status> {
+    /// The slot a request's header names: `Unknown` for a region this
+    /// server does not hold for `peer`'s connection, `Busy` for a slot
+    /// another call is writing; INVALID_ARGUMENT for a malformed header or
+    /// a slot outside its region.
+    pub fn slot(&self, peer: SocketAddr, header: &[u8]) -> Result<Lent, Status> {
         let bad = || Status::invalid_argument(format!("the {HEADER} header is not REGION/OFFSET/CAPACITY"));
         let text = std::str::from_utf8(header).map_err(|_| bad())?;
         let mut parts = text.split('/');
@@ -197,7 +198,7 @@ impl ShmRegions {
         let (offset, capacity): (usize, usize) = (off.parse().map_err(|_| bad())?, cap.parse().map_err(|_| bad())?);
         let held = self.held.lock().expect("the region table's lock is not poisoned");
         let Some(region) = held.0.get(name).filter(|(_, owner)| *owner == peer).map(|(r, _)| r.clone()) else {
-            return Ok(None);
+            return Ok(Lent::Unknown);
         };
         if !offset.is_multiple_of(ALIGN) || offset.checked_add(capacity).is_none_or(|end| end > region.len) {
             return Err(Status::invalid_argument(format!(
@@ -212,11 +213,11 @@ impl ShmRegions {
                 // Another call of this connection writes there now: a
                 // caller lends a slot to one call at a time, so this one
                 // is answered inline.
-                return Ok(None);
+                return Ok(Lent::Busy);
             }
             busy.push((offset, end));
         }
-        Ok(Some(Slot { region, offset, capacity }))
+        Ok(Lent::Slot(Slot { region, offset, capacity }))
     }
 }
 
@@ -252,6 +253,22 @@ fn random_name() -> std::io::Result<String> {
     File::open("/dev/urandom")?.read_exact(&mut b)?;
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
+
+/// What a request's slot header gets.
+pub enum Lent {
+    Slot(Slot),
+    /// The region is not this connection's (the caller registered it with
+    /// an earlier server process, or on another connection): the reply
+    /// goes inline and says so (`UNKNOWN`), so the caller can register a
+    /// region again.
+    Unknown,
+    /// Another call writes the slot now: the reply goes inline.
+    Busy,
+}
+
+/// The reply header (`HEADER: UNKNOWN`) telling a caller its region is
+/// not held for this connection.
+pub const UNKNOWN: &str = "unknown-region";
 
 /// A caller's slot: `capacity` bytes at `offset` of a region, lent to one
 /// call (held in the region's busy list until dropped).

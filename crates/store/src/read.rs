@@ -275,11 +275,7 @@ impl Store {
             let t = &base.sb.tensors[ti];
             let rb = t.row_bytes() as usize;
             if ids.len().checked_mul(rb) != Some(out.len()) {
-                return Err(StoreError::Invalid(format!(
-                    "a buffer of {} bytes for {} rows of tensor {name:?} ({rb} bytes a row)",
-                    out.len(),
-                    ids.len()
-                )));
+                return Err(StoreError::Invalid(format!("a buffer of {} bytes for {} rows of tensor {name:?} ({rb} bytes a row)", out.len(), ids.len())));
             }
             if clear {
                 for (i, _) in ids.iter().enumerate().filter(|&(_, &r)| r >= t.rows) {
