@@ -828,7 +828,8 @@ def connect(
     (slots of `shm_slot_bytes`, each lent to one call and reused once no
     array of its reply is left) and registers it at the first array call;
     a reply that does not fit a slot, or a call that finds every slot in
-    use, comes inline. "auto" (the default) uses it on a loopback address
+    use, comes inline; a server that no longer holds the region (it
+    restarted) answers inline once, and the next call registers a new one. "auto" (the default) uses it on a loopback address
     when the server allows it and stays inline otherwise, with the same
     results either way; True raises if the server refuses; False never."""
     opts = [
