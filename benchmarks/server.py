@@ -41,16 +41,32 @@ BIN = os.environ.get("SOLIDGRAPH_BIN", "target/release/solidgraph")
 
 def run(threads, seconds, make_call):
     """Runs make_call(i)() in `threads` threads for `seconds`; returns
-    (calls, latencies in seconds)."""
+    (calls, latencies in seconds). Each thread makes its call and runs it
+    once before the clock starts (a remote client's connection and its
+    shared-memory region are set up once, not per window)."""
     lat = [[] for _ in range(threads)]
-    stop = time.monotonic() + seconds
     errors = []
+    # (end, start) of the timed window, set once every thread is warm.
+    window = [0.0, 0.0]
+
+    def begin():
+        now = time.monotonic()
+        window[:] = [now + seconds, now]
+
+    ready = threading.Barrier(threads + 1, action=begin)
 
     def worker(i):
+        call = None
         try:
             call = make_call(i)
             call()  # warm the connection and this thread's state
-            while time.monotonic() < stop:
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+        ready.wait()
+        if call is None:
+            return
+        try:
+            while time.monotonic() < window[0]:
                 t = time.perf_counter()
                 call()
                 lat[i].append(time.perf_counter() - t)
@@ -58,12 +74,12 @@ def run(threads, seconds, make_call):
             errors.append(e)
 
     ts = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
-    start = time.monotonic()
     for t in ts:
         t.start()
+    ready.wait()
     for t in ts:
         t.join()
-    took = time.monotonic() - start
+    took = time.monotonic() - window[1]
     if errors:
         raise errors[0]
     all_lat = np.concatenate([np.array(x) for x in lat])

@@ -7,6 +7,7 @@ busy or unknown. Each test starts the server it needs on loopback."""
 
 import os
 import secrets
+import signal
 import threading
 
 import numpy as np
@@ -16,7 +17,7 @@ grpc = pytest.importorskip("grpc")
 
 import solidgraph  # noqa: E402
 from solidgraph._proto import solidgraph_pb2 as pb  # noqa: E402
-from test_server import N, make_store, same, same_sample, serve  # noqa: E402,F401
+from test_server import N, make_store, same, same_sample, serve, twin  # noqa: E402,F401
 
 if not hasattr(solidgraph._native, "RemoteChannel") or not hasattr(solidgraph._native.RemoteChannel, "shm_create"):
     pytest.skip("the extension has no shared-memory client", allow_module_level=True)
@@ -39,6 +40,13 @@ def sample(g, seeds, seed=7):
     return g.sample_neighbors(seeds, [5, 3], seed=seed, tensors=["x", "y"])
 
 
+def owner(a):
+    """The object at the end of an array's chain of bases."""
+    while getattr(a, "base", None) is not None:
+        a = a.base
+    return type(a).__name__
+
+
 def test_shm_replies_equal_inline_and_local(serve, store):
     srv = serve(store, "--read-only", "--shm")
     r, i, g = srv.connect(shm=True), srv.connect(shm=False), solidgraph.open(store)
@@ -48,6 +56,10 @@ def test_shm_replies_equal_inline_and_local(serve, store):
         same_sample(s, t)
         same_sample(s, u)
         assert in_shm(s.node) and in_shm(s.tensors["x"]) and inline(t.node)
+        # row and col lie one after the other in the slot: edge_index is a
+        # view over them, not a copy.
+        assert owner(s.edge_index) == "_ShmSlot" and np.shares_memory(s.edge_index, s.row) and np.shares_memory(s.edge_index, s.col)
+        assert s.edge_index.flags.writeable and owner(t.edge_index) == "ndarray"
     for d in ("out", "in"):
         same(r.neighbors(ids, d), g.neighbors(ids, d))
         same(r.neighbors(ids, d, with_weights=True), g.neighbors(ids, d, with_weights=True))
@@ -136,6 +148,98 @@ def test_fallback_when_too_small(serve, store):
     small = r.degree([1, 2])
     assert in_shm(small)
     same(small, g.degree([1, 2]))
+    # A slot that holds the features but not the ids besides them: inline.
+    want = sample(g, ids)
+    rows = sum(a.nbytes for a in want.tensors.values())
+    slot = (rows // 4096 + 1) * 4096
+    assert slot < rows + want.node.nbytes + 3 * want.row.nbytes
+    r = srv.connect(shm=True, shm_bytes=slot, shm_slot_bytes=slot)
+    s = sample(r, ids)
+    assert inline(s.node) and inline(s.tensors["x"])
+    same_sample(s, want)
+    # A slot of exactly what the reply takes, each array 64-byte aligned.
+    sizes = [a.nbytes for a in (*want.tensors.values(), want.node)] + [2 * want.row.nbytes, want.edge.nbytes, 8 * 3, 8 * 3]
+    laid = 0
+    for n in sizes:
+        laid = -(-laid // 64) * 64 + n
+    slot = -(-laid // 4096) * 4096
+    r = srv.connect(shm=True, shm_bytes=slot, shm_slot_bytes=slot)
+    s = sample(r, ids)
+    assert in_shm(s.node) and in_shm(s.tensors["y"])
+    same_sample(s, want)
+
+
+def test_reused_slots_hold_no_stale_rows(serve, tmp_path):
+    """Rows that no page holds (vertices added since the import) read as
+    zeros in a slot whose last reply left other bytes there."""
+    served, local = twin(tmp_path, "stale")
+    srv = serve(served, "--shm")
+    r, g = srv.connect(shm=True, shm_bytes=1 << 20, shm_slot_bytes=1 << 20), solidgraph.open(local, writable=True)
+    for h in (r, g):
+        new = h.add_vertices(3)
+        h.add_edges([1, 2, new[0], new[1]], [new[0], new[1], 3, new[2]])
+        h.update_tensor("x", [new[1]], np.full((1, 3), 5.0))
+    ids = np.r_[new, [0, 5], new[::-1]]
+    for _ in range(3):
+        full = r.tensor("x", np.arange(N))  # the one slot, filled with rows
+        assert in_shm(full) and (full[1:] != 0).all()
+        del full
+        x = r.tensor("x", ids)
+        assert in_shm(x)
+        same(x, g.tensor("x", ids))
+        assert (x[0] == 0).all() and (x[1] == 5).all()
+        del x
+        r.tensor("y", np.arange(N))
+        s = r.sample_neighbors(ids, [4, 4], seed=3, tensors=["x", "y"], direction="out")
+        assert in_shm(s.tensors["x"])
+        same_sample(s, g.sample_neighbors(ids, [4, 4], seed=3, tensors=["x", "y"], direction="out"))
+        del s
+
+
+def call_through_restart(f):
+    """f() once the channel has found the restarted server (the first calls
+    may find the old connection gone)."""
+    for _ in range(50):
+        try:
+            return f()
+        except solidgraph.SolidGraphError as e:
+            assert e.code == grpc.StatusCode.UNAVAILABLE, e
+    return f()
+
+
+def test_region_registered_again_after_a_restart(serve, store):
+    srv = serve(store, "--read-only", "--shm")
+    r, a, g = srv.connect(shm=True), srv.connect(), solidgraph.open(store)
+    ids = np.arange(0, N, 3)
+    before = sample(r, ids)
+    assert in_shm(before.node) and in_shm(sample(a, ids).node)
+    region = r._native.shm_state()[0]
+    srv.stop(signal.SIGKILL)
+    again = serve(store, "--read-only", "--shm", listen=srv.addr)
+    # The first call names a region the new server does not hold: inline,
+    # and the client drops the region.
+    first = call_through_restart(lambda: sample(r, ids))
+    assert inline(first.node)
+    same_sample(first, sample(g, ids))
+    assert r._native.shm_lost() and r._native.shm_state() is None
+    # The next call registers a new region and replies through it.
+    second = sample(r, ids)
+    assert in_shm(second.node) and r._native.shm_state()[0] != region
+    assert not r._native.shm_lost()
+    same_sample(second, sample(g, ids))
+    # Arrays over the old region stay intact.
+    same_sample(before, sample(g, ids))
+    # Restarted without --shm: "auto" goes on inline, True raises.
+    again.stop(signal.SIGKILL)
+    serve(store, "--read-only", listen=srv.addr)
+    assert inline(call_through_restart(lambda: sample(a, ids)).node)
+    s = sample(a, ids)
+    assert inline(s.node) and a._native.shm_state() is None
+    same_sample(s, sample(g, ids))
+    assert inline(call_through_restart(lambda: sample(r, ids)).node)
+    with pytest.raises(solidgraph.SolidGraphError) as e:
+        sample(r, ids)
+    assert e.value.code == grpc.StatusCode.FAILED_PRECONDITION
 
 
 def region_file(size=1 << 16, mode=0o600, cookie=None):

@@ -761,6 +761,10 @@ class RemoteChannel:
         """Drops the region; replies come inline again."""
     def shm_state(self) -> tuple[str, int, int] | None:
         """(region, free slots, slots) of the attached region, or None."""
+    def shm_lost(self) -> bool:
+        """Whether a server answered that it does not hold the region (it
+        restarted, or the channel reconnected); the region is then dropped
+        until `shm_create` and `shm_attach` make a new one."""
 
 # RDF (solidgraph.rdf re-exports these; `Store` is RdfStore). Shaped like
 # pyoxigraph's API.

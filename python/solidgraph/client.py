@@ -284,10 +284,7 @@ class RemoteSample:
     """A sampled subgraph with the attributes of `solidgraph.Sample`."""
 
     def __init__(self, a: Dict[str, np.ndarray], names: Sequence[str]):
-        e = len(a["row"])
-        self.edge_index = np.empty((2, e), dtype=np.int64)
-        self.edge_index[0] = a["row"]
-        self.edge_index[1] = a["col"]
+        self.edge_index = _edge_index(a["row"], a["col"])
         self.row = self.edge_index[0]
         self.col = self.edge_index[1]
         self.node = a["node"]
@@ -299,6 +296,28 @@ class RemoteSample:
     def __repr__(self) -> str:
         names = ", ".join(self.tensors) or "none"
         return f"<solidgraph.RemoteSample: {len(self.node)} nodes, {len(self.edge)} edges; tensors: {names}>"
+
+
+def _edge_index(row: np.ndarray, col: np.ndarray) -> np.ndarray:
+    """(2, E) int64 over row and col: a view when the server wrote them one
+    after the other in one buffer (a reply in shared memory), else a copy."""
+    e = len(row)
+    adjacent = (
+        row.base is not None
+        and row.base is col.base
+        and row.dtype == col.dtype == np.int64
+        and len(col) == e
+        and row.flags.c_contiguous
+        and col.flags.c_contiguous
+        and col.ctypes.data == row.ctypes.data + row.nbytes
+    )
+    if adjacent:
+        # Both lie in the buffer `row.base` owns, which the view keeps alive.
+        return np.lib.stride_tricks.as_strided(row, shape=(2, e), strides=(8 * e if e else 8, 8), writeable=True)
+    out = np.empty((2, e), dtype=np.int64)
+    out[0] = row
+    out[1] = col
+    return out
 
 
 class _Loader:
@@ -728,12 +747,18 @@ class _Shm:
         self.region = ""
         self.lock = threading.Lock()
 
+    def _ready(self, g: "RemoteGraph") -> bool:
+        # A region the server no longer holds (it restarted, or the channel
+        # reconnected) is registered again.
+        return self.done and not (self.region and g._native.shm_lost())
+
     def setup(self, g: "RemoteGraph") -> None:
-        if self.done:
+        if self._ready(g):
             return
         with self.lock:
-            if self.done:
+            if self._ready(g):
                 return
+            self.region = ""
             try:
                 path, size, cookie = g._native.shm_create(self.slots, self.slot_bytes)
                 # On the native channel's own connection: the region is that connection's.
@@ -803,7 +828,8 @@ def connect(
     (slots of `shm_slot_bytes`, each lent to one call and reused once no
     array of its reply is left) and registers it at the first array call;
     a reply that does not fit a slot, or a call that finds every slot in
-    use, comes inline. "auto" (the default) uses it on a loopback address
+    use, comes inline; a server that no longer holds the region (it
+    restarted) answers inline once, and the next call registers a new one. "auto" (the default) uses it on a loopback address
     when the server allows it and stays inline otherwise, with the same
     results either way; True raises if the server refuses; False never."""
     opts = [

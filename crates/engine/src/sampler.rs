@@ -175,6 +175,22 @@ impl Subgraph {
         store.to_external(&mut out.node)?;
         Ok(out)
     }
+
+    /// `gather` into the caller's buffers: `tensors[i]`'s rows go to
+    /// `bufs[i]` (`nodes().len()` rows of its `row_bytes()` each), not to
+    /// the sample, whose `tensors` stay empty. For a caller that owns where
+    /// the rows must end up (a server's reply in shared memory).
+    pub fn gather_into(self, store: &Store, tensors: &[String], bufs: &mut [&mut [u8]]) -> Result<Sample> {
+        if tensors.len() != bufs.len() {
+            return Err(EngineError::Invalid(format!("{} buffers for {} tensors", bufs.len(), tensors.len())));
+        }
+        let mut out = self.sample;
+        for (t, buf) in tensors.iter().zip(bufs.iter_mut()) {
+            store.tensor_into(t, &out.node, buf)?;
+        }
+        store.to_external(&mut out.node)?;
+        Ok(out)
+    }
 }
 
 /// `sample_neighbors` without the gather (tensor names are checked here).

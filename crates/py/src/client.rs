@@ -83,6 +83,10 @@ pub struct RemoteChannel {
     max_message: usize,
     /// The shared-memory region array replies go to (`shm_create`).
     shm: std::sync::Mutex<Option<std::sync::Arc<ShmPool>>>,
+    /// Set when a server answered that it does not hold the region (it
+    /// restarted, or the channel reconnected): the region is dropped and
+    /// the caller registers a new one (`shm_lost`).
+    shm_lost: std::sync::atomic::AtomicBool,
 }
 
 #[pymethods]
@@ -111,7 +115,14 @@ impl RemoteChannel {
         };
         let _guard = runtime().enter();
         let channel = endpoint.connect_lazy();
-        Ok(RemoteChannel { channel, authority: addr.to_string(), authorization, max_message, shm: std::sync::Mutex::new(None) })
+        Ok(RemoteChannel {
+            channel,
+            authority: addr.to_string(),
+            authorization,
+            max_message,
+            shm: std::sync::Mutex::new(None),
+            shm_lost: std::sync::atomic::AtomicBool::new(false),
+        })
     }
 
     /// Calls the server-streaming method `path` ("/solidgraph.v1.Graph/
@@ -136,8 +147,9 @@ impl RemoteChannel {
         }
         let channel = self.channel.clone();
         let max_message = self.max_message;
+        let unknown = std::sync::atomic::AtomicBool::new(false);
         let got = py.allow_threads(|| {
-            let call = receive(channel, req, max_message);
+            let call = receive(channel, req, max_message, &unknown);
             let messages = runtime().block_on(async {
                 match deadline {
                     Some(d) => tokio::time::timeout(d, call).await.unwrap_or_else(|_| Err(Failure::new(DEADLINE_EXCEEDED, "Deadline Exceeded"))),
@@ -146,6 +158,11 @@ impl RemoteChannel {
             })?;
             assemble(messages, lease.as_ref().map(Lease::range))
         });
+        if unknown.load(std::sync::atomic::Ordering::Relaxed)
+            && let Some(l) = &lease
+        {
+            self.forget_region(&l.pool);
+        }
         match got {
             Ok(arrays) => Ok((OK, String::new(), Some(to_numpy(py, arrays, lease)?))),
             Err(f) => Ok((f.code, f.message, None)),
@@ -164,8 +181,9 @@ impl RemoteChannel {
         };
         let req = self.request(path, frame(request), deadline).map_err(|f| crate::errors::invalid(f.message))?;
         let (channel, max_message) = (self.channel.clone(), self.max_message);
+        let unknown = std::sync::atomic::AtomicBool::new(false);
         let got = py.allow_threads(|| {
-            let call = receive(channel, req, max_message);
+            let call = receive(channel, req, max_message, &unknown);
             let mut messages = runtime().block_on(async {
                 match deadline {
                     Some(d) => tokio::time::timeout(d, call).await.unwrap_or_else(|_| Err(Failure::new(DEADLINE_EXCEEDED, "Deadline Exceeded"))),
@@ -191,8 +209,16 @@ impl RemoteChannel {
         let (pool, cookie) = ShmPool::create(slots, slot_bytes).map_err(|e| crate::errors::invalid(format!("creating a shared-memory region: {e}")))?;
         let out = (pool.path.display().to_string(), pool.len as u64, pyo3::types::PyBytes::new(py, &cookie).unbind());
         let old = self.shm.lock().expect("the shm lock is not poisoned").replace(std::sync::Arc::new(pool));
+        self.shm_lost.store(false, std::sync::atomic::Ordering::Relaxed);
         drop(old);
         Ok(out)
+    }
+
+    /// Whether the server said it does not hold the region (it restarted,
+    /// or the channel reconnected): the region is dropped, and calls reply
+    /// inline until `shm_create` and `shm_attach` make a new one.
+    fn shm_lost(&self) -> bool {
+        self.shm_lost.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Maps the region the server registered as `region` and sends array
@@ -224,6 +250,18 @@ impl RemoteChannel {
 }
 
 impl RemoteChannel {
+    /// Drops `pool` as the region, if it still is: the server does not
+    /// hold it. Arrays over its slots keep its memory until they go.
+    fn forget_region(&self, pool: &std::sync::Arc<ShmPool>) {
+        let mut cur = self.shm.lock().expect("the shm lock is not poisoned");
+        if cur.as_ref().is_some_and(|p| std::sync::Arc::ptr_eq(p, pool)) {
+            let old = cur.take();
+            self.shm_lost.store(true, std::sync::atomic::Ordering::Relaxed);
+            drop(cur);
+            drop(old);
+        }
+    }
+
     fn request(&self, path: &str, body: Bytes, deadline: Option<Duration>) -> Result<http::Request<tonic::body::Body>, Failure> {
         let uri = format!("http://{}{}", self.authority, path);
         let mut req = http::Request::new(tonic::body::Body::new(Once(Some(body))));
@@ -319,8 +357,14 @@ impl Message {
 
 /// Sends the call and reads the reply's messages, each into its own
 /// aligned buffer; the status from the trailers (or from the headers of a
-/// Trailers-Only reply).
-async fn receive(mut channel: Channel, req: http::Request<tonic::body::Body>, max_message: usize) -> Result<Vec<Message>, Failure> {
+/// Trailers-Only reply). Sets `unknown` when the server says it does not
+/// hold the shared-memory region the request named.
+async fn receive(
+    mut channel: Channel,
+    req: http::Request<tonic::body::Body>,
+    max_message: usize,
+    unknown: &std::sync::atomic::AtomicBool,
+) -> Result<Vec<Message>, Failure> {
     let unavailable = |e: tonic::transport::Error| {
         // The channel enforces the grpc-timeout header itself, so a short
         // deadline may fire there rather than in `call`'s timer.
@@ -329,6 +373,9 @@ async fn receive(mut channel: Channel, req: http::Request<tonic::body::Body>, ma
     std::future::poll_fn(|cx| channel.poll_ready(cx)).await.map_err(unavailable)?;
     let reply = channel.call(req).await.map_err(unavailable)?;
     let (head, mut body) = reply.into_parts();
+    if head.headers.get("solidgraph-shm").is_some_and(|v| v == "unknown-region") {
+        unknown.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     // Trailers-Only: the status in the headers, no messages.
     match status(&head.headers) {
         Some(Err(f)) => return Err(f),

@@ -96,6 +96,12 @@ impl AsRef<[u8]> for LeWords {
     }
 }
 
+/// The shape of `n` rows of a tensor of `dim`: (n, dim), or (n,) when dim
+/// is 1.
+pub fn rows_shape(dim: u64, n: usize) -> Vec<u64> {
+    if dim == 1 { vec![n as u64] } else { vec![n as u64, dim] }
+}
+
 /// A result: named arrays, sent as `Arrays` messages.
 #[derive(Default, Clone)]
 pub struct Out {
@@ -162,10 +168,18 @@ impl Out {
         self.push(name, "uint32", vec![v.len() as u64], b.into());
     }
 
-    /// Tensor rows for `n` vertices: (n, dim), or (n,) when dim is 1.
+    /// Tensor rows for `n` vertices (`rows_shape`).
     pub fn rows(&mut self, name: &str, r: Rows, n: usize) {
-        let shape = if r.dim == 1 { vec![n as u64] } else { vec![n as u64, r.dim] };
-        self.push(name, r.dtype.name(), shape, Bytes::from(r.data));
+        self.push(name, r.dtype.name(), rows_shape(r.dim, n), Bytes::from(r.data));
+    }
+
+    /// The arrays: (name, dtype, shape, data).
+    pub fn arrays(&self) -> impl Iterator<Item = &(String, &'static str, Vec<u64>, Bytes)> {
+        self.arrays.iter()
+    }
+
+    pub fn into_arrays(self) -> Vec<(String, &'static str, Vec<u64>, Bytes)> {
+        self.arrays
     }
 
     pub fn bytes(&self) -> u64 {

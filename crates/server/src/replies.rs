@@ -17,17 +17,17 @@ use std::task::{Context, Poll};
 use bytes::{BufMut, Bytes, BytesMut};
 use http_body::{Body as HttpBody, Frame};
 use prost::Message;
+use tonic::Status;
 use tonic::body::Body;
 use tonic::codegen::{BoxFuture, http};
 use tonic::server::NamedService;
 use tonic::transport::server::TcpConnectInfo;
-use tonic::{Request, Status};
 use tower::Service;
 
 use crate::graph::{ArraysStream, GraphService};
-use crate::proto::graph_server::{Graph, GraphServer};
+use crate::proto::graph_server::GraphServer;
 use crate::proto::{ArrayChunk, Arrays};
-use crate::shm::Slot;
+use crate::shm::{Lent, Slot};
 
 /// gRPC's message prefix: a compression flag, then a big-endian length.
 const PREFIX: usize = 5;
@@ -97,43 +97,39 @@ impl Service<http::Request<Body>> for Replies {
             return self.inner.call(req);
         };
         let (graph, max) = (self.graph.clone(), self.max_message);
-        let slot = shm_slot(&graph, &req);
+        let lent = shm_slot(&graph, &req);
         Box::pin(async move {
+            let unknown = matches!(lent, Ok(Some(Lent::Unknown)));
+            let slot = lent.map(|l| match l {
+                Some(Lent::Slot(s)) => Some(s),
+                _ => None,
+            });
             let reply = match (slot, request(req.into_body(), max).await) {
-                (Ok(slot), Ok(msg)) => answer(&graph, call, msg).await.map(|s| (slot, s)),
+                (Ok(slot), Ok(msg)) => answer(&graph, call, msg, slot).await,
                 (Err(s), _) | (_, Err(s)) => Err(s),
             };
-            Ok(match reply {
-                Ok((Some(slot), stream)) => respond_shm(&slot, stream, max),
-                Ok((None, stream)) => respond(stream, max),
+            let mut r = match reply {
+                Ok(stream) => respond(stream, max),
                 Err(s) => s.into_http(),
-            })
+            };
+            if unknown {
+                r.headers_mut().insert(crate::shm::HEADER, http::HeaderValue::from_static(crate::shm::UNKNOWN));
+            }
+            Ok(r)
         })
     }
 }
 
-/// The shared-memory slot the request names (`shm`), from a loopback peer
-/// only; None without one, or for a region this connection does not hold.
-fn shm_slot(graph: &GraphService, req: &http::Request<Body>) -> Result<Option<Slot>, Status> {
+/// What the shared-memory slot the request names (`shm`) gets, from a
+/// loopback peer only; None without a header or from another host.
+fn shm_slot(graph: &GraphService, req: &http::Request<Body>) -> Result<Option<Lent>, Status> {
     let Some(h) = req.headers().get(crate::shm::HEADER) else {
         return Ok(None);
     };
     let peer = req.extensions().get::<TcpConnectInfo>().and_then(|i| i.remote_addr());
     match peer {
-        Some(p) if p.ip().is_loopback() => graph.shm.slot(p, h.as_bytes()),
+        Some(p) if p.ip().is_loopback() => graph.shm.slot(p, h.as_bytes()).map(Some),
         _ => Ok(None),
-    }
-}
-
-/// The reply in the caller's slot: its arrays copied there and one small
-/// message of where they are; inline (`respond`) when they do not fit or
-/// the call failed.
-fn respond_shm(slot: &Slot, stream: ArraysStream, max: usize) -> http::Response<Body> {
-    let msgs: Vec<Result<Arrays, Status>> = stream.collect();
-    let ok: Option<Vec<Arrays>> = msgs.iter().map(|m| m.as_ref().ok().cloned()).collect();
-    match ok.and_then(|m| slot.place(&m)) {
-        Some(placed) => respond(ArraysStream::new(vec![Ok(placed)]), max),
-        None => respond(ArraysStream::new(msgs), max),
     }
 }
 
@@ -178,20 +174,21 @@ fn too_large(len: usize, max: usize) -> Result<(), Status> {
     Ok(())
 }
 
-fn decode<M: Message + Default>(msg: Bytes) -> Result<Request<M>, Status> {
-    M::decode(msg).map(Request::new).map_err(|e| Status::invalid_argument(format!("the request is not a valid message: {e}")))
+fn decode<M: Message + Default>(msg: Bytes) -> Result<M, Status> {
+    M::decode(msg).map_err(|e| Status::invalid_argument(format!("the request is not a valid message: {e}")))
 }
 
-/// Runs `call`'s handler on the request message.
-async fn answer(g: &GraphService, call: Call, msg: Bytes) -> Result<ArraysStream, Status> {
+/// Runs `call`'s handler on the request message; its arrays go to `slot`
+/// when the caller named one (`shm`).
+async fn answer(g: &GraphService, call: Call, msg: Bytes, slot: Option<Slot>) -> Result<ArraysStream, Status> {
     let reply = match call {
-        Call::Neighbors => g.neighbors(decode(msg)?).await,
-        Call::Degree => g.degree(decode(msg)?).await,
-        Call::EdgeWeights => g.edge_weights(decode(msg)?).await,
-        Call::Tensor => g.tensor(decode(msg)?).await,
-        Call::SampleNeighbors => g.sample_neighbors(decode(msg)?).await,
-        Call::RandomWalks => g.random_walks(decode(msg)?).await,
-        Call::ShardSample => g.shard_sample(decode(msg)?).await,
+        Call::Neighbors => g.neighbors_to(decode(msg)?, slot).await,
+        Call::Degree => g.degree_to(decode(msg)?, slot).await,
+        Call::EdgeWeights => g.edge_weights_to(decode(msg)?, slot).await,
+        Call::Tensor => g.tensor_to(decode(msg)?, slot).await,
+        Call::SampleNeighbors => g.sample_neighbors_to(decode(msg)?, slot).await,
+        Call::RandomWalks => g.random_walks_to(decode(msg)?, slot).await,
+        Call::ShardSample => g.shard_sample_impl(decode(msg)?, slot).await,
     }?;
     Ok(reply.into_inner())
 }

@@ -15,9 +15,9 @@ use tonic::{Response, Status};
 
 use crate::arrays::{self, Out};
 use crate::errors::OrStatus;
-use crate::graph::{ArraysStream, GraphService};
-use crate::proto::{Arrays, ShardInfoReply, ShardSampleRequest};
-use crate::telemetry;
+use crate::graph::{ArraysStream, GraphService, Reply, messages};
+use crate::proto::{ShardInfoReply, ShardSampleRequest};
+use crate::shm::Slot;
 
 /// The store names a shard server serves.
 const ROWS: &str = "rows";
@@ -59,7 +59,7 @@ impl GraphService {
         }))
     }
 
-    pub(crate) async fn shard_sample_impl(&self, r: ShardSampleRequest) -> Result<Response<ArraysStream>, Status> {
+    pub(crate) async fn shard_sample_impl(&self, r: ShardSampleRequest, slot: Option<Slot>) -> Result<Response<ArraysStream>, Status> {
         let lim = &self.gate.limits;
         let ids = arrays::ids(r.ids.as_ref(), "ids", lim.max_ids)?;
         let local = arrays::ids(r.local.as_ref(), "local", lim.max_ids)?;
@@ -82,10 +82,15 @@ impl GraphService {
         let adj = self.stores.get(adj_name)?.store.clone();
         let col = if adj_name == "adj-in" { 2 } else { 1 };
         let chunk = self.gate.limits.chunk_bytes;
-        let out = self.gate.run("ShardSample", move || draw(&adj, &rows, &ids, &local, col, &r)).await?;
-        telemetry::response_bytes("ShardSample", out.bytes());
-        let msgs: Vec<Result<Arrays, Status>> = out.into_messages(chunk).into_iter().map(Ok).collect();
-        Ok(Response::new(ArraysStream::new(msgs)))
+        let msgs = self
+            .gate
+            .run("ShardSample", move || {
+                let mut slot = slot;
+                let out = draw(&adj, &rows, &ids, &local, col, &r)?;
+                Ok(messages("ShardSample", Reply::Arrays(out), slot.as_mut(), chunk))
+            })
+            .await?;
+        Ok(Response::new(ArraysStream::new(msgs.into_iter().map(Ok).collect())))
     }
 }
 

@@ -37,6 +37,7 @@ use std::task::{Context, Poll};
 
 use tonic::Status;
 
+use crate::arrays::Out;
 use crate::proto::{ArrayChunk, Arrays, ShmSpan};
 
 /// The request header naming a slot: "REGION/OFFSET/CAPACITY".
@@ -69,10 +70,14 @@ impl Default for ShmOptions {
 pub struct Region {
     ptr: *mut u8,
     len: usize,
+    /// The slots calls are writing now, as (offset, end): a slot is lent
+    /// to one call at a time, so each writes through the only reference to
+    /// its bytes in this process.
+    busy: Mutex<Vec<(usize, usize)>>,
 }
 
 // SAFETY: the mapping is plain memory for the life of `Region`; the server
-// only writes slots a caller named, with `copy_nonoverlapping`.
+// writes only slots a caller named, each through one `Slot` at a time.
 unsafe impl Send for Region {}
 unsafe impl Sync for Region {}
 
@@ -91,7 +96,7 @@ impl Region {
         if ptr == libc::MAP_FAILED {
             return Err(Status::resource_exhausted(format!("mapping the region: {}", std::io::Error::last_os_error())));
         }
-        Ok(Region { ptr: ptr.cast(), len })
+        Ok(Region { ptr: ptr.cast(), len, busy: Mutex::new(Vec::new()) })
     }
 
     fn bytes(&self) -> &[u8] {
@@ -179,10 +184,11 @@ impl ShmRegions {
         order.retain(|n| map.contains_key(n));
     }
 
-    /// The slot a request's header names: None for a region this server
-    /// does not hold; INVALID_ARGUMENT for a malformed header or a slot
-    /// outside its region.
-    pub fn slot(&self, peer: SocketAddr, header: &[u8]) -> Result<Option<Slot>, Status> {
+    /// The slot a request's header names: `Unknown` for a region this
+    /// server does not hold for `peer`'s connection, `Busy` for a slot
+    /// another call is writing; INVALID_ARGUMENT for a malformed header or
+    /// a slot outside its region.
+    pub fn slot(&self, peer: SocketAddr, header: &[u8]) -> Result<Lent, Status> {
         let bad = || Status::invalid_argument(format!("the {HEADER} header is not REGION/OFFSET/CAPACITY"));
         let text = std::str::from_utf8(header).map_err(|_| bad())?;
         let mut parts = text.split('/');
@@ -192,7 +198,7 @@ impl ShmRegions {
         let (offset, capacity): (usize, usize) = (off.parse().map_err(|_| bad())?, cap.parse().map_err(|_| bad())?);
         let held = self.held.lock().expect("the region table's lock is not poisoned");
         let Some(region) = held.0.get(name).filter(|(_, owner)| *owner == peer).map(|(r, _)| r.clone()) else {
-            return Ok(None);
+            return Ok(Lent::Unknown);
         };
         if !offset.is_multiple_of(ALIGN) || offset.checked_add(capacity).is_none_or(|end| end > region.len) {
             return Err(Status::invalid_argument(format!(
@@ -200,7 +206,18 @@ impl ShmRegions {
                 region.len
             )));
         }
-        Ok(Some(Slot { region, offset, capacity }))
+        {
+            let mut busy = region.busy.lock().expect("the busy list's lock is not poisoned");
+            let end = offset + capacity;
+            if busy.iter().any(|&(a, z)| a < end && offset < z) {
+                // Another call of this connection writes there now: a
+                // caller lends a slot to one call at a time, so this one
+                // is answered inline.
+                return Ok(Lent::Busy);
+            }
+            busy.push((offset, end));
+        }
+        Ok(Lent::Slot(Slot { region, offset, capacity }))
     }
 }
 
@@ -237,57 +254,107 @@ fn random_name() -> std::io::Result<String> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
-/// A caller's slot: `capacity` bytes at `offset` of a region.
+/// What a request's slot header gets.
+pub enum Lent {
+    Slot(Slot),
+    /// The region is not this connection's (the caller registered it with
+    /// an earlier server process, or on another connection): the reply
+    /// goes inline and says so (`UNKNOWN`), so the caller can register a
+    /// region again.
+    Unknown,
+    /// Another call writes the slot now: the reply goes inline.
+    Busy,
+}
+
+/// The reply header (`HEADER: UNKNOWN`) telling a caller its region is
+/// not held for this connection.
+pub const UNKNOWN: &str = "unknown-region";
+
+/// A caller's slot: `capacity` bytes at `offset` of a region, lent to one
+/// call (held in the region's busy list until dropped).
 pub struct Slot {
     region: Arc<Region>,
     offset: usize,
     capacity: usize,
 }
 
-impl Slot {
-    /// Writes the reply's arrays into the slot, each whole at an aligned
-    /// offset, and returns the one message that points at them; None when
-    /// they do not fit (the reply then goes inline).
-    pub fn place(&self, msgs: &[Arrays]) -> Option<Arrays> {
-        // Each array's place: its chunks arrive in order, each at its byte offset.
-        let mut out: Vec<ArrayChunk> = Vec::new();
-        let mut at = 0usize;
-        for c in msgs.iter().flat_map(|m| &m.chunks).filter(|c| !c.name.is_empty()) {
-            if out.last().is_none_or(|l| l.name != c.name) {
-                at = at.next_multiple_of(ALIGN);
-                out.push(ArrayChunk {
-                    name: c.name.clone(),
-                    dtype: c.dtype.clone(),
-                    shape: c.shape.clone(),
-                    offset: 0,
-                    data: Default::default(),
-                    shm: Some(ShmSpan { offset: (self.offset + at) as u64, length: 0 }),
-                });
-            }
-            let span = out.last_mut().and_then(|l| l.shm.as_mut()).expect("pushed above");
-            if c.offset != span.length {
-                return None; // chunks out of order: not a reply `Out` makes
-            }
-            span.length += c.data.len() as u64;
-            at += c.data.len();
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut busy = self.region.busy.lock().expect("the busy list's lock is not poisoned");
+        if let Some(i) = busy.iter().position(|&(a, _)| a == self.offset) {
+            busy.swap_remove(i);
         }
-        if at > self.capacity {
+    }
+}
+
+/// Bytes `lens` take laid out one after another, each at a multiple of
+/// `ALIGN`.
+pub fn laid_out(lens: impl IntoIterator<Item = usize>) -> Option<usize> {
+    lens.into_iter().try_fold(0usize, |at, n| at.next_multiple_of(ALIGN).checked_add(n))
+}
+
+impl Slot {
+    /// Whether arrays of `lens` bytes fit, laid out as `Carve` lays them.
+    pub fn fits(&self, lens: impl IntoIterator<Item = usize>) -> bool {
+        laid_out(lens).is_some_and(|n| n <= self.capacity)
+    }
+
+    /// The slot's bytes, to be cut into arrays front to back.
+    pub fn carve(&mut self) -> Carve<'_> {
+        assert!(self.offset + self.capacity <= self.region.len, "the slot was checked against its region");
+        // SAFETY: the bytes lie in the mapping (asserted), which lives as
+        // long as `self.region`; the busy list lends them to this `Slot`
+        // alone, and `&mut self` to one `Carve` at a time. The caller's
+        // process does not touch a slot while its call is out.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(self.region.ptr.add(self.offset), self.capacity) };
+        Carve { rest: bytes, at: self.offset }
+    }
+
+    /// Writes `out`'s arrays into the slot, each whole at an aligned
+    /// offset, and returns the message that points at them; `out` back
+    /// when they do not fit (the reply then goes inline).
+    pub fn place(&mut self, out: Out) -> Result<Arrays, Out> {
+        if !self.fits(out.arrays().map(|a| a.3.len())) {
+            return Err(out);
+        }
+        let mut carve = self.carve();
+        let mut msg = Arrays::default();
+        for (name, dtype, shape, data) in out.into_arrays() {
+            let (at, dst) = carve.take(data.len()).expect("the arrays fit (checked above)");
+            dst.copy_from_slice(&data);
+            msg.chunks.push(span(name, dtype, shape, at, data.len()));
+        }
+        Ok(msg)
+    }
+}
+
+/// The chunk that says where array `name` lies in the region.
+pub fn span(name: String, dtype: &str, shape: Vec<u64>, at: u64, len: usize) -> ArrayChunk {
+    ArrayChunk { name, dtype: dtype.into(), shape, offset: 0, data: Default::default(), shm: Some(ShmSpan { offset: at, length: len as u64 }) }
+}
+
+/// A slot's bytes handed out front to back, each piece at a multiple of
+/// `ALIGN` into the region.
+pub struct Carve<'a> {
+    rest: &'a mut [u8],
+    /// The region offset of `rest`'s first byte.
+    at: usize,
+}
+
+impl<'a> Carve<'a> {
+    /// The next `len` bytes at an aligned offset, and that offset in the
+    /// region; None past the slot's end.
+    pub fn take(&mut self, len: usize) -> Option<(u64, &'a mut [u8])> {
+        let pad = self.at.next_multiple_of(ALIGN) - self.at;
+        if pad.checked_add(len)? > self.rest.len() {
             return None;
         }
-        let mut chunks = out.iter();
-        let mut cur = chunks.next();
-        for c in msgs.iter().flat_map(|m| &m.chunks).filter(|c| !c.name.is_empty()) {
-            while cur.is_some_and(|o| o.name != c.name) {
-                cur = chunks.next();
-            }
-            let span = cur.and_then(|o| o.shm.as_ref()).expect("every chunk's array was laid out");
-            let dst = span.offset as usize + c.offset as usize;
-            assert!(dst + c.data.len() <= self.region.len, "the slot was checked against its region");
-            // SAFETY: dst..dst + len lies in the mapping (asserted); the
-            // source is the reply's own memory.
-            unsafe { std::ptr::copy_nonoverlapping(c.data.as_ptr(), self.region.ptr.add(dst), c.data.len()) };
-        }
-        Some(Arrays { chunks: out })
+        let rest = std::mem::take(&mut self.rest);
+        let (piece, rest) = rest[pad..].split_at_mut(len);
+        self.rest = rest;
+        let at = self.at + pad;
+        self.at = at + len;
+        Some((at as u64, piece))
     }
 }
 

@@ -248,27 +248,55 @@ impl Store {
     /// once for the batch, rows written since the last merge taken from the
     /// delta.
     pub fn tensor(&self, name: &str, ids: &[u64]) -> Result<Rows> {
+        let meta = self.tensor_meta(name)?;
+        // Fresh memory reads as zeros: rows without a page need no clearing.
+        let mut data = crate::mem::zeroed(ids.len().saturating_mul(meta.row_bytes() as usize));
+        self.gather_rows(name, ids, &mut data, false)?;
+        Ok(Rows { dtype: meta.dtype, dim: meta.dim, data })
+    }
+
+    /// `tensor` into the caller's buffer `out` of `ids.len()` rows
+    /// (`tensor_meta(name).row_bytes()` each), row-major, in request order:
+    /// a caller that owns where the rows must end up (a reply's shared
+    /// memory) gathers them there with no copy after. Every byte of `out`
+    /// is written; rows no page holds yet read as zeros.
+    pub fn tensor_into(&self, name: &str, ids: &[u64], out: &mut [u8]) -> Result<()> {
+        self.gather_rows(name, ids, out, true)
+    }
+
+    /// The gather of `tensor` and `tensor_into`; `clear`: zero the rows
+    /// that no page holds (`out` is not fresh memory).
+    fn gather_rows(&self, name: &str, ids: &[u64], out: &mut [u8], mut clear: bool) -> Result<()> {
         self.check_ids(ids)?;
         self.warming().wait();
         loop {
             let base = self.base();
             let ti = base.tensor_index(name)?;
             let t = &base.sb.tensors[ti];
-            let mut data = crate::mem::zeroed(ids.len() * t.row_bytes() as usize);
-            self.gather().pages_into(&base, ti, ids, &mut data, true)?;
+            let rb = t.row_bytes() as usize;
+            if ids.len().checked_mul(rb) != Some(out.len()) {
+                return Err(StoreError::Invalid(format!("a buffer of {} bytes for {} rows of tensor {name:?} ({rb} bytes a row)", out.len(), ids.len())));
+            }
+            if clear {
+                for (i, _) in ids.iter().enumerate().filter(|&(_, &r)| r >= t.rows) {
+                    out[i * rb..(i + 1) * rb].fill(0);
+                }
+            }
+            self.gather().pages_into(&base, ti, ids, out, true)?;
             let delta = self.delta.read_locked();
             if delta.epoch != base.sb.epoch {
+                // The next pass writes over this one's rows.
+                clear = true;
                 continue;
             }
-            let rb = t.row_bytes() as usize;
             if delta.rows.contains_key(name) {
                 for (i, &r) in ids.iter().enumerate() {
                     if let Some(row) = delta.row(name, r) {
-                        data[i * rb..(i + 1) * rb].copy_from_slice(row);
+                        out[i * rb..(i + 1) * rb].copy_from_slice(row);
                     }
                 }
             }
-            return Ok(Rows { dtype: t.dtype, dim: t.dim, data });
+            return Ok(());
         }
     }
 }
