@@ -42,7 +42,7 @@ BIN=${SOLIDGRAPH_BIN:-$(dirname "$BENCH_BIN")/solidgraph}
 N=$((1 << SCALE))
 mkdir -p "$DIR" "$EDGES_DIR"
 E="$EDGES_DIR/s$SCALE.npy" X="$DIR/x$SCALE.npy" S="$DIR/s$SCALE.sg" OUT="$DIR/billion.jsonl"
-CG=/sys/fs/cgroup/memory/sg-billion
+CG=/sys/fs/cgroup/memory/sg-billion-$SCALE
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 
 # Inputs, outside the cgroup (not measured), when the store is to be made.
@@ -79,7 +79,7 @@ if has import && [ ! -e "$S" ]; then
   used0=$(df -B1 --output=used "$DIR" | tail -1)
   (peak=0; while sleep 1; do u=$(df -B1 --output=used "$DIR" | tail -1); [ "$u" -gt "$peak" ] && peak=$u && echo "$peak" > "$DIR/.disk-peak"; done) &
   watcher=$!
-  trap 'kill $watcher 2>/dev/null' EXIT
+  trap 'kill $watcher 2>/dev/null || true' EXIT
   t0=$(date +%s.%N)
   in_cgroup /usr/bin/time -v -o "$DIR/import.time" "$BIN" import "$S" --edges "$E" --tensor "x=$X" --undirected --dedup --order degree \
     --lower-lists --num-nodes "$N" --memory-budget "$BUDGET" --json > "$DIR/import.json"

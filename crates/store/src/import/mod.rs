@@ -562,16 +562,17 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         // they wait until the out-edge runs, as large, are merged and
         // removed, so the disk never holds both.
         let (runs_gone, wait_runs) = std::sync::mpsc::channel::<()>();
-        let (plans, vol, perm, tmp) = (&plans, &vol, perm.as_ref(), &tmp);
+        // The writer moves the receiver in and borrows the rest.
+        let (w_plans, w_vol, w_perm, w_tmp) = (&plans, &vol, perm.as_ref(), &tmp);
         let writer = spawn_named(scope, "sg-tensors".into(), move || -> Result<()> {
             let mut waited = false;
-            for (i, p) in plans.iter().enumerate() {
-                if !waited && perm.is_some() && matches!(p.data, TensorData::Npy(_)) {
+            for (i, p) in w_plans.iter().enumerate() {
+                if !waited && w_perm.is_some() && matches!(p.data, TensorData::Npy(_)) {
                     // A closed channel means the layout failed; its error is the one reported.
                     wait_runs.recv().map_err(|_| StoreError::Invalid("import stopped before the tensors were written".into()))?;
                     waited = true;
                 }
-                write_one_tensor(vol, i as u32, p, perm, (tmp, o.memory_budget), progress)?;
+                write_one_tensor(w_vol, i as u32, p, w_perm, (w_tmp, o.memory_budget), progress)?;
             }
             Ok(())
         });
