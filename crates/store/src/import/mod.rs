@@ -884,28 +884,28 @@ fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, order: Option<&Per
     let mut done = 0u64;
     let name = format!("tensor {}", p.meta.name);
     let rb = p.meta.row_bytes() as usize;
-    if let (Some(perm), TensorData::Npy(path)) = (order, p.data) {
-        if let Some(plan) = permute::plan(p.meta.rows, rb, scratch.1) {
-            let paths = permute::bucket_paths(scratch.0, &format!("tensor-{index}"), &plan);
-            let mut step = 0u64;
-            let label = format!("{name} (to buckets)");
-            permute::distribute(path, p.offset, &perm.to_internal, &plan, &paths, &mut |read| {
-                if read / (64 << 20) > step {
-                    step = read / (64 << 20);
-                    progress(&label, read, total);
-                }
-            })?;
-            let mut placed = permute::Placed::new(plan, &perm.to_external, paths);
-            write_tensor(vol, p.meta.start_page, index, EPOCH, |buf| {
-                let n = placed.fill(buf)?;
-                done += n as u64;
-                if done % (64 << 20) < n as u64 {
-                    progress(&name, done, total);
-                }
-                Ok(n)
-            })?;
-            return Ok(());
-        }
+    if let (Some(perm), TensorData::Npy(path)) = (order, p.data)
+        && let Some(plan) = permute::plan(p.meta.rows, rb, scratch.1)
+    {
+        let paths = permute::bucket_paths(scratch.0, &format!("tensor-{index}"), &plan);
+        let mut step = 0u64;
+        let label = format!("{name} (to buckets)");
+        permute::distribute(path, p.offset, &perm.to_internal, &plan, &paths, &mut |read| {
+            if read / (64 << 20) > step {
+                step = read / (64 << 20);
+                progress(&label, read, total);
+            }
+        })?;
+        let mut placed = permute::Placed::new(plan, &perm.to_external, paths);
+        write_tensor(vol, p.meta.start_page, index, EPOCH, |buf| {
+            let n = placed.fill(buf)?;
+            done += n as u64;
+            if done % (64 << 20) < n as u64 {
+                progress(&name, done, total);
+            }
+            Ok(n)
+        })?;
+        return Ok(());
     }
     if let Some(rows) = order.map(|p| &p.to_external[..]) {
         let mut g = Gather { rows, row_bytes: rb, next: 0, buf: Vec::new(), at: 0 };
