@@ -70,6 +70,9 @@ def test_shm_replies_equal_inline_and_local(serve, store):
     x[0, 0] = -1.0  # the caller's own array, as a local result is
     assert r.tensor("x", ids)[0, 0] == g.tensor("x", ids)[0, 0]
     same(r.neighbors([]), g.neighbors([]))
+    # A tensor named twice: the same answer as in process.
+    twice = r.sample_neighbors(ids, [5, 3], seed=7, tensors=["x", "x"])
+    same_sample(twice, g.sample_neighbors(ids, [5, 3], seed=7, tensors=["x", "x"]))
     region, free, slots = r._native.shm_state()
     assert len(region) == 32 and slots == 8
     # The region is its connection's: another connection naming it gets

@@ -141,6 +141,18 @@ impl GraphService {
     }
 }
 
+/// `names` without repeats, in order: a reply names each array once, and a
+/// local sample's tensors are a dict by name too.
+fn unique(names: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    for n in names {
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
+}
+
 /// A sample's arrays as the reply sends them.
 fn sample_out(sm: Sample, tensors: &[String]) -> Out {
     let mut out = Out::default();
@@ -304,7 +316,7 @@ impl GraphService {
             direction: direction(&r.direction, Direction::In)?,
             seed,
             max_fanout,
-            tensors: r.tensors,
+            tensors: unique(r.tensors),
         };
         self.arrays_of("SampleNeighbors", &r.store, 0, slot, move |s, _, slot| {
             // One version of the graph for every read of this call (`Store::view`).

@@ -4,8 +4,12 @@
 //! kernel's copy into the receiver and the caller the copy out of it. A
 //! caller on this host instead creates a file on tmpfs, registers it
 //! (`RegisterShm`), and names a slot of it per call (header
-//! `solidgraph-shm`); the server copies each array into the slot, already
-//! faulted in on both sides, and replies with offsets.
+//! `solidgraph-shm`); the call's work thread writes each array into the
+//! slot, already faulted in on both sides, and the reply holds offsets.
+//! A sample's or a Tensor call's feature rows are gathered straight into
+//! the slot (`Slot::carve`), so the largest part of a reply is written
+//! once, where the caller reads it; smaller arrays are copied in
+//! (`Slot::place`).
 //!
 //! Trust: a region is accepted only when `solidgraph serve --shm` allows
 //! it, from a loopback peer, for a regular file on tmpfs (opened without
@@ -23,7 +27,12 @@
 //! (`Conn` drops its regions), or more than `max_regions` are held (the
 //! oldest goes first); the caller unlinks the file once registered, so the
 //! memory goes when both mappings do. A request naming a region the server
-//! does not hold for its connection is answered inline.
+//! does not hold for its connection is answered inline with the reply
+//! header `solidgraph-shm: unknown-region`, so that a caller whose server
+//! restarted, or whose channel reconnected, registers a region again
+//! rather than take every reply inline from then on. A slot is lent to
+//! one call at a time (`Region::busy`): a second call naming it while the
+//! first writes there is answered inline.
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -290,7 +299,7 @@ impl Drop for Slot {
 /// Bytes `lens` take laid out one after another, each at a multiple of
 /// `ALIGN`.
 pub fn laid_out(lens: impl IntoIterator<Item = usize>) -> Option<usize> {
-    lens.into_iter().try_fold(0usize, |at, n| at.next_multiple_of(ALIGN).checked_add(n))
+    lens.into_iter().try_fold(0usize, |at, n| at.checked_next_multiple_of(ALIGN)?.checked_add(n))
 }
 
 impl Slot {
@@ -413,5 +422,35 @@ impl tokio::io::AsyncWrite for Conn {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pieces are aligned in the region, do not overlap, and stop at the
+    /// slot's end; `laid_out` agrees with what `take` hands out.
+    #[test]
+    fn carve_lays_out_as_fits_says() {
+        let mut bytes = vec![0u8; 1000];
+        let lens = [3usize, 0, 64, 130, 7];
+        let need = laid_out(lens).unwrap();
+        assert_eq!(need, 320 + 7);
+        let start = 128; // the slot's offset in its region
+        let mut carve = Carve { rest: &mut bytes[..need], at: start };
+        let mut ends = Vec::new();
+        for (k, n) in lens.into_iter().enumerate() {
+            let (at, piece) = carve.take(n).unwrap();
+            assert_eq!(piece.len(), n);
+            assert!(at.is_multiple_of(ALIGN as u64) && at as usize >= ends.last().copied().unwrap_or(start));
+            piece.fill(k as u8 + 1);
+            ends.push(at as usize + n);
+        }
+        assert_eq!(*ends.last().unwrap(), start + need);
+        assert!(carve.take(1).is_none());
+        assert_eq!(&bytes[..4], &[1, 1, 1, 0]);
+        assert_eq!((bytes[127], bytes[128], bytes[257], bytes[258]), (3, 4, 4, 0));
+        assert_eq!(laid_out([usize::MAX, 1]), None);
     }
 }

@@ -677,3 +677,34 @@ fn short_npy_tensor_in_degree_order_is_refused() {
     left.sort();
     assert_eq!(left, ["e.npy", "x.npy"]);
 }
+
+#[test]
+fn tensor_into_writes_every_byte_of_a_used_buffer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (n, dim) = (300u64, 5u64);
+    let bytes: Vec<u8> = (0..n * dim).flat_map(|i| (i as f32 + 1.0).to_le_bytes()).collect();
+    let g = Graph { src: vec![0, 1], dst: vec![1, 2], w: vec![1.0, 1.0], l: vec![0, 0] };
+    let o = ImportOptions::default();
+    let out = dir.path().join("t");
+    let t = TensorInput { name: "feat".into(), data: TensorData::Memory { dtype: DType::F32, rows: n, dim, bytes } };
+    import(&out, &[mem_input(&g, &o)], &[t], &o, &quiet).unwrap();
+    let rb = (dim * 4) as usize;
+    for row_cache_bytes in [0, 64 * rb as u64] {
+        let s = Store::open(&out, &OpenOptions { cache_bytes: 1 << 20, row_cache_bytes, writable: true, ..Default::default() }).unwrap();
+        // Vertices past the imported rows: one with a row written since, two without (zeros).
+        let new = s.add_vertices(3, &[], true).unwrap();
+        s.update_tensor("feat", &[new.start + 1, 4], &vec![7u8; 2 * rb], true).unwrap();
+        let mut ids: Vec<u64> = new.clone().chain((0..n).rev().step_by(11)).chain([4, 4, new.start]).collect();
+        s.to_internal(&mut ids).unwrap();
+        for _ in 0..2 {
+            let want = s.tensor("feat", &ids).unwrap();
+            let mut buf = vec![0xabu8; ids.len() * rb];
+            s.tensor_into("feat", &ids, &mut buf).unwrap();
+            assert_eq!(buf, want.data);
+            assert!(buf[..rb].iter().all(|&b| b == 0) && buf[rb..2 * rb].iter().all(|&b| b == 7));
+        }
+        let mut short = vec![0u8; ids.len() * rb - 1];
+        assert!(matches!(s.tensor_into("feat", &ids, &mut short), Err(StoreError::Invalid(_))));
+        assert!(matches!(s.tensor_into("nope", &ids, &mut short), Err(StoreError::NoSuchTensor { .. })));
+    }
+}
