@@ -20,6 +20,16 @@ use solidgraph_store::{ChunkLimit, Csr, Direction, GttRef, Need, RangePages, Sto
 
 use crate::error::Result;
 
+/// Whether this thread is the only one of its rayon pool (the fuzz targets
+/// run on such a pool, built on their own thread by `use_current_thread`):
+/// passes then read and apply each job on it in turn. A chunk spawned into
+/// the pool would wait for this thread while it waits for a free slot, and
+/// reader threads spawned per pass would cost more than the small stores
+/// such a pool is for.
+fn alone() -> bool {
+    rayon::current_thread_index().is_some() && rayon::current_num_threads() == 1
+}
+
 /// One sequential chunk: up to 4 MiB of 4 KiB pages, 12 MiB of decoded
 /// ids and 4 MiB of row offsets. Up to READERS + 1 are alive at once
 /// (READERS + threads in `Lists::chunks`, whose chunks are mostly pages),
@@ -511,6 +521,24 @@ impl<'a> Lists<'a> {
             // A decoded range keeps only its members.
             self.read(job).map(Chunk::Lists)
         };
+        if alone() {
+            let mut out = Vec::new();
+            let mut covered = 0;
+            self.pipeline(frontier, read, |c| {
+                if whole {
+                    let (lo, hi) = c.range();
+                    assert!(covered <= lo && lo <= hi, "chunk [{lo}, {hi}) overlaps the one before (up to {covered})");
+                    covered = hi;
+                }
+                let r = f(&c);
+                if let Chunk::Lists(b) = c {
+                    self.recycle([b.csr]);
+                }
+                out.push(r?);
+                Ok(())
+            })?;
+            return Ok(out);
+        }
         let threads = rayon::current_num_threads();
         // Chunks handed out and not yet done, and what they returned.
         let busy = (Mutex::new(0usize), Condvar::new());
@@ -558,9 +586,18 @@ impl<'a> Lists<'a> {
     }
 
     /// Runs `read` for the frontier's jobs on `READERS` threads and `f` on
-    /// their results, in the plan's order, on this one.
+    /// their results, in the plan's order, on this one (both on this one,
+    /// job by job, when it is `alone`).
     fn pipeline<T: Send>(&self, frontier: Frontier, read: impl Fn(Job) -> Result<T> + Sync, mut f: impl FnMut(T) -> Result<()>) -> Result<()> {
         self.planned.store(0, SeqCst);
+        if alone() {
+            let mut out = Ok(());
+            self.plan(frontier, |job| {
+                out = read(job).and_then(&mut f);
+                out.is_ok()
+            });
+            return out;
+        }
         let read = &read;
         std::thread::scope(|s| {
             // Job k goes to reader k % READERS and its batch comes back on

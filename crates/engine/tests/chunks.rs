@@ -260,3 +260,36 @@ fn undirected_lower_lists() {
     let pr = pagerank::pagerank(&w, 0.85, 5, None, &silent).unwrap().ranks;
     assert!((pr.iter().sum::<f64>() - 1.0).abs() < 1e-9);
 }
+
+/// On the only thread of a one-thread pool built on the caller's thread
+/// (`use_current_thread`, as the fuzz targets run), passes read and apply
+/// each job inline: the same results as the default pool, and no deadlock
+/// in `Lists::chunks`, whose chunks spawned into that pool would wait for
+/// the thread waiting for them.
+#[test]
+fn one_thread_pool_runs_passes_inline() {
+    let g = build(true, true, false);
+    let run = || {
+        let s = Store::open(&g.path, &OpenOptions::default()).unwrap();
+        let levels = bfs::bfs(&s, 0, None, false, &silent).unwrap().levels;
+        let core = kcore::kcore(&s, &silent).unwrap();
+        let comp = wcc::wcc(&s, &silent).unwrap();
+        let pr = pagerank::pagerank(&s, 0.85, 12, None, &silent).unwrap().ranks;
+        (levels, core, comp, pr)
+    };
+    let want = run();
+    let got = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            let _pool = rayon::ThreadPoolBuilder::new().num_threads(1).use_current_thread().build().unwrap();
+            assert_eq!((rayon::current_thread_index(), rayon::current_num_threads()), (Some(0), 1));
+            run()
+        })
+        .join()
+        .unwrap()
+    });
+    assert!(want.0.iter().filter(|&&l| l != bfs::UNREACHED).count() > 1000, "BFS reaches much of the graph");
+    assert_eq!((got.0, got.1, got.2), (want.0, want.1, want.2));
+    for (v, (a, b)) in got.3.iter().zip(&want.3).enumerate() {
+        assert!((a - b).abs() <= 1e-9 * b, "rank of {v}: {a} vs {b}");
+    }
+}

@@ -48,6 +48,17 @@ pub fn run(name: &str, data: &[u8]) {
     }
 }
 
+/// Makes the calling thread the one thread of a rayon pool, once per
+/// process (later calls, and calls from other threads, do nothing): the
+/// store targets' parallel reads and algorithms then run on it, and their
+/// passes read inline (`engine::frontier`), where the global pool's
+/// workers and a pass's reader threads, spawned per BFS level, cost each
+/// input thread starts and hand-offs for a store of a few pages.
+pub fn one_thread() {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| rayon::ThreadPoolBuilder::new().num_threads(1).use_current_thread().build().ok());
+}
+
 /// Edges read from any one input at most (inputs are small; a limit keeps
 /// a target from spinning on a parser that does not advance).
 const MAX_EDGES: usize = 1 << 16;
@@ -190,14 +201,28 @@ fn npy_base() -> &'static NpyBase {
     })
 }
 
-/// A small store with every page kind an import writes and a merge adds:
-/// its member image and directory (with an empty log). Built once.
+/// A small store with every page kind an import writes and a merge adds
+/// but extents (its longest list, 299 edges, fits a packed page): its
+/// member image and directory (with an empty log). Built once.
 pub struct Fixture {
     pub dir: PathBuf,
     pub image: Vec<u8>,
     pub page_size: usize,
     /// The checkpoint LSN of the image's superblock.
     pub checkpoint: u64,
+    /// Pages the store uses (its superblock's `total_pages`); the rest of
+    /// the image, up to its stripe, is free and nothing reads it.
+    pub written: usize,
+}
+
+/// Where in the fixture's image an input's damage goes: `at` modulo the
+/// image, then folded into the written pages when it lands past them
+/// (damage to free space changes nothing an open reads, and most of a
+/// stripe is free). Positions already in the written pages keep their
+/// meaning, and so do the kept inputs.
+fn fold(at: usize, image: usize, written: usize) -> usize {
+    let at = at % image;
+    if at < written { at } else { at % written }
 }
 
 pub fn fixture() -> &'static Fixture {
@@ -236,10 +261,11 @@ pub fn fixture() -> &'static Fixture {
         s.delete_vertices(&[5], true).expect("fixture delete");
         s.merge().expect("fixture merge");
         let checkpoint = s.superblock().checkpoint_lsn;
+        let written = s.superblock().total_pages as usize;
         drop(s);
         let image = std::fs::read(member_path(&dir, 0)).expect("fixture image");
         std::fs::write(dir.join("wal.log"), b"").expect("fixture log");
-        Fixture { dir, image, page_size: 4096, checkpoint }
+        Fixture { dir, image, page_size: 4096, checkpoint, written }
     })
 }
 
@@ -248,6 +274,7 @@ pub fn fixture() -> &'static Fixture {
 /// vertices the per-vertex reads ask for.
 pub fn exercise(dir: &Path, image: Vec<u8>, pick: u64) {
     solidgraph_engine::state::set_budget(STATE_BUDGET);
+    one_thread();
     let disk = SimDisk::new(1, 1);
     disk.load(0, image);
     let o = OpenOptions { cache_bytes: 1 << 20, backend: BackendChoice::Sim(disk), ..Default::default() };
@@ -306,7 +333,7 @@ pub fn reseal(image: &mut [u8], page_size: usize, p: usize) {
     pg[0..4].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// data[0..2] picks a page of the fixture; data[2..] replaces its bytes
+/// data[0..2] picks a page of the fixture (`fold`); data[2..] replaces its bytes
 /// after the checksum and kind (repeated to fill the page), then the
 /// checksum is recomputed.
 pub fn page(data: &[u8]) {
@@ -321,8 +348,7 @@ pub fn page_image(data: &[u8]) -> Option<Vec<u8>> {
     if data.len() < 3 {
         return None;
     }
-    let pages = f.image.len() / f.page_size;
-    let p = u16::from_le_bytes([data[0], data[1]]) as usize % pages;
+    let p = fold(u16::from_le_bytes([data[0], data[1]]) as usize, f.image.len() / f.page_size, f.written);
     let mut image = f.image.clone();
     let body = &data[2..];
     let pg = &mut image[p * f.page_size..(p + 1) * f.page_size];
@@ -333,7 +359,7 @@ pub fn page_image(data: &[u8]) -> Option<Vec<u8>> {
     Some(image)
 }
 
-/// data[0..4] is a byte offset into the fixture; data[4..] is written
+/// data[0..4] is a byte offset into the fixture (`fold`); data[4..] is written
 /// there (up to a page), then the checksums of the pages touched are
 /// recomputed.
 pub fn store_bytes(data: &[u8]) {
@@ -349,7 +375,7 @@ pub fn store_bytes_image(data: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let mut image = f.image.clone();
-    let at = u32::from_le_bytes(data[0..4].try_into().expect("4")) as usize % image.len();
+    let at = fold(u32::from_le_bytes(data[0..4].try_into().expect("4")) as usize, image.len(), f.written * f.page_size);
     let body = &data[4..data.len().min(4 + f.page_size)];
     let end = (at + body.len()).min(image.len());
     image[at..end].copy_from_slice(&body[..end - at]);

@@ -8,7 +8,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use solidgraph_store::BackendChoice;
 
@@ -102,16 +101,16 @@ pub struct Written {
 }
 
 /// Writes `files` as a store under the scratch directory.
-pub fn write_store(files: &[(PathBuf, Vec<u8>)]) -> Written {
+pub fn write_store(files: Vec<(PathBuf, Vec<u8>)>) -> Written {
     let d = crate::scratch().join("s.rdf");
     let _ = std::fs::remove_dir_all(&d);
     let mut quads = None;
     for (rel, bytes) in files {
-        let p = d.join(rel);
+        let p = d.join(&rel);
         std::fs::create_dir_all(p.parent().expect("in the store")).expect("scratch store dir");
-        if is_member(rel) {
+        if is_member(&rel) {
             let disk = SimDisk::new(1, 1);
-            disk.load(0, bytes.clone());
+            disk.load(0, bytes);
             quads = Some(disk);
         } else {
             std::fs::write(&p, bytes).expect("write scratch store");
@@ -123,8 +122,12 @@ pub fn write_store(files: &[(PathBuf, Vec<u8>)]) -> Written {
 /// Opens the store `w` read-only and runs every query and a pattern read;
 /// errors are fine, panics are not.
 pub fn exercise(w: &Written) {
+    crate::one_thread();
     let Ok(s) = RdfStore::open(&w.dir, &open_options(w)) else { return };
-    let q = QueryOptions { timeout: Some(Duration::from_secs(5)), result_limit: Some(RESULT_LIMIT), default_graph_as_union: true, ..Default::default() };
+    // No query timeout: its deadline is a thread per query, and a query
+    // that runs away on damaged data should fail the run as a hang
+    // (libFuzzer's -timeout), not end as a timeout error.
+    let q = QueryOptions { timeout: None, result_limit: Some(RESULT_LIMIT), default_graph_as_union: true, ..Default::default() };
     for text in QUERIES {
         match s.query(text, &q) {
             Ok(QueryOutput::Solutions { rows, .. }) => rows.take(RESULT_LIMIT as usize).for_each(drop),
@@ -149,7 +152,7 @@ pub fn open_options(w: &Written) -> OpenOptions {
 /// was touched are recomputed.
 pub fn rdf_bytes(data: &[u8]) {
     if let Some(files) = rdf_bytes_files(data) {
-        exercise(&write_store(&files));
+        exercise(&write_store(files));
     }
 }
 
@@ -223,7 +226,7 @@ const RDF_WAL_MAGIC: u32 = 0x5244_4657;
 /// the RDF log's records with valid checksums and consecutive LSNs in
 /// place of the fixture's log: replay at open decodes and applies them.
 pub fn rdf_wal(data: &[u8]) {
-    exercise(&write_store(&rdf_wal_files(data)));
+    exercise(&write_store(rdf_wal_files(data)));
 }
 
 /// The fixture's files with the log `rdf_wal` makes of `data`.

@@ -1,7 +1,7 @@
 //! Writes the seed inputs of the store targets into fuzz/corpus (run by
 //! hand after a format change: `cargo test --release -p
-//! solidgraph-fuzzcheck --test seeds -- --ignored`): every page of the
-//! fixture for `page`, a header-sized window of each for `store_bytes`, and
+//! solidgraph-fuzzcheck --test seeds -- --ignored`): every written page of
+//! the fixture for `page`, a header-sized window of each for `store_bytes`, and
 //! the payloads of real update records for `wal`.
 
 use std::path::Path;
@@ -17,6 +17,11 @@ fn write_seeds() {
     let pages = f.image.len() / f.page_size;
     for p in 0..pages {
         let pg = &f.image[p * f.page_size..(p + 1) * f.page_size];
+        // Free (zero) pages: nothing points at them, so damage there leaves
+        // the store as it was.
+        if pg.iter().all(|&b| b == 0) {
+            continue;
+        }
         let mut seed = (p as u16).to_le_bytes().to_vec();
         seed.extend_from_slice(&pg[5..]);
         std::fs::write(root.join("page").join(format!("seed-page-{p}")), &seed).unwrap();
