@@ -70,6 +70,7 @@ fn tls_config(t: &TlsFiles) -> Result<ServerTlsConfig, String> {
 /// (the bound address, so port 0 works) on stdout once it accepts calls.
 pub fn serve(opts: ServeOptions) -> Result<(), String> {
     opts.limits.check()?;
+    keep_freed_memory();
     let tokens = match &opts.tokens {
         Some(p) => Tokens::load(p).map_err(|e| e.to_string())?,
         None => Tokens::none(),
@@ -93,6 +94,29 @@ pub fn serve(opts: ServeOptions) -> Result<(), String> {
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?;
     rt.block_on(run(opts, tokens))
+}
+
+/// Request work runs on the blocking pool's threads, whose glibc arenas
+/// give the memory of each reply's buffers back to the kernel when the
+/// call ends (heaps trimmed, large blocks unmapped), so the next call
+/// faults it in again: ~300 page faults and ~1 ms of a SampleNeighbors
+/// call of 1024 seeds (docs/PERFORMANCE.md, Server). Fixed thresholds
+/// keep up to `TRIM_THRESHOLD` free per arena instead; setting them also
+/// turns off glibc's adaptive ones.
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // Largest allocation served from an arena rather than its own mmap
+        // (glibc's most), and the free memory an arena keeps at its top.
+        const MMAP_THRESHOLD: i32 = 32 << 20;
+        const TRIM_THRESHOLD: i32 = 128 << 20;
+        // SAFETY: mallopt changes the allocator's parameters under its
+        // own lock; any thread may call it.
+        let ok = unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 && libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1 };
+        if !ok {
+            tracing::warn!("mallopt refused the allocator thresholds; replies' memory is faulted in per call");
+        }
+    }
 }
 
 async fn run(opts: ServeOptions, tokens: Tokens) -> Result<(), String> {
