@@ -136,6 +136,35 @@ def test_budgeted_loader_gives_the_same_batches(g):
 
 
 
+def test_budgeted_loader_on_a_reordered_store_uses_the_users_ids(tmp_path):
+    # The loader's own handle shares g's vertex order maps (Graph._sibling):
+    # its batches must still be in the user's ids, as g's are.
+    from solidgraph.torch import NeighborLoader
+
+    rng = np.random.default_rng(4)
+    n = 5_000
+    src = rng.integers(0, n, 8 * n)
+    dst = (src * 7 + rng.zipf(1.7, 8 * n)) % n
+    x = np.arange(n, dtype=np.float32)[:, None].repeat(4, axis=1)
+    path = tmp_path / "deg.sg"
+    solidgraph.import_graph(path, (src, dst), {"x": x}, undirected=True, dedup=True, num_nodes=n, order="degree")
+    h = solidgraph.open(path, cache_bytes=0)
+    seeds = rng.choice(n, 4 * 128, replace=False)
+    kw = dict(batch_size=128, labels=None, seed=5)
+    free = list(NeighborLoader(h, seeds, [5, 3], **kw))
+    minimum = loader_memory(h, 128, [5, 3], ["x"], memory_budget=1 << 40)["minimum"]
+    got = list(NeighborLoader(h, seeds, [5, 3], memory_budget=minimum, **kw))
+    assert len(got) == len(free) == 4
+    for a, b in zip(free, got):
+        np.testing.assert_array_equal(a.n_id.numpy(), b.n_id.numpy())
+        # Row k of x holds k: features follow the user's ids.
+        np.testing.assert_array_equal(b.x.numpy()[:, 0], b.n_id.numpy().astype(np.float32))
+        np.testing.assert_array_equal(b.edge_index.numpy(), a.edge_index.numpy())
+    sib = h._sibling(1 << 20, 0)
+    for a, b in zip(sib.neighbors(seeds[:16]), h.neighbors(seeds[:16])):
+        np.testing.assert_array_equal(a, b)
+
+
 ALLOCATOR = """
 import ctypes, sys
 import solidgraph

@@ -553,6 +553,10 @@ class Graph:
         """Folds the pending updates into pages: copy-on-write of the
         changed pages only, an atomic superblock switch, a log checkpoint.
         Readers and snapshots are not disturbed; writers wait."""
+    def _sibling(self, cache_bytes: int, row_cache_bytes: int) -> Graph:
+        """A read-only Graph of the same store with caches of its own that
+        shares this one's vertex order maps (what a loader with a
+        `memory_budget` samples through)."""
     def snapshot(self) -> Graph:
         """A read-only Graph of the store as it is now; later updates and
         merges do not change what it reads. Use `with g.snapshot() as s:`

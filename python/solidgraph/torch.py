@@ -24,7 +24,6 @@ import numpy as np
 import torch
 
 from solidgraph._native import Graph, InvalidArgumentError, NotFoundError, loader_memory
-from solidgraph._native import open as _open
 
 __all__ = ["NeighborLoader", "Batch", "to_numpy_ids"]
 
@@ -219,7 +218,8 @@ class NeighborLoader:
         self._buffer_bytes = None
         if memory_budget is not None:
             self._buffer_bytes = self.memory["buffer_bytes"]
-            self._store = _open(g.path, cache_bytes=self.memory["cache_bytes"], row_cache_bytes=self.memory["row_cache_bytes"])
+            # Caches of its own, g's vertex order maps (charged to the budget).
+            self._store = g._sibling(self.memory["cache_bytes"], self.memory["row_cache_bytes"])
 
     @property
     def memory_bytes(self) -> Optional[int]:

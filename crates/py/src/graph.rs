@@ -717,6 +717,17 @@ impl Graph {
         Ok(Graph { slot: Arc::new(StoreSlot::new(self.slot.path.clone(), self.slot.opts.clone(), snap, true)) })
     }
 
+    /// A read-only Graph of the same store with caches of its own that
+    /// shares this one's vertex order maps (`Store::open_sibling`): what a
+    /// loader with a `memory_budget` samples through, so that the maps
+    /// (8 bytes a vertex on a reordered store) are held once.
+    fn _sibling(&self, py: Python<'_>, cache_bytes: u64, row_cache_bytes: u64) -> PyResult<Graph> {
+        let store = self.store()?;
+        let opts = OpenOptions { cache_bytes, row_cache_bytes, row_admission: RowAdmission::Seen, writable: false, ..self.slot.opts.clone() };
+        let sib = py.allow_threads(|| store.open_sibling(&opts)).map_err(err)?;
+        Ok(Graph { slot: Arc::new(StoreSlot::new(self.slot.path.clone(), opts, sib, false)) })
+    }
+
     /// Releases the store (a snapshot's pinned pages, a writer's lock);
     /// later calls raise InvalidArgumentError. Loaders made from it keep their
     /// own handle.

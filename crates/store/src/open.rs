@@ -12,9 +12,10 @@ use solidgraph_io::{BackendChoice, Volume, VolumeOptions};
 use crate::base::{load_base, load_table_range, member_path};
 use crate::cache::PageCache;
 use crate::error::{Result, StoreError, file_err};
+use crate::order::OrderMaps;
 use crate::rowcache::{Admit, RowCache};
 use crate::store::Store;
-use crate::superblock::Superblock;
+use crate::superblock::{Superblock, Table};
 use crate::warmup::warm_rows;
 use crate::writer::{self, Writer};
 
@@ -153,6 +154,21 @@ impl std::error::Error for NoSuchStore {
 
 impl Store {
     pub fn open(path: &Path, opts: &OpenOptions) -> Result<Store> {
+        Store::open_with(path, opts, None)
+    }
+
+    /// Another handle on this store, opened with `opts` (caches of its
+    /// own), that shares this handle's vertex order maps (4 bytes a vertex
+    /// each, loaded on first use) instead of loading them again: a loader
+    /// sampling through caches of its own budget beside the user's handle.
+    /// The maps are shared only when both opens see the same files and
+    /// order table; otherwise the new handle loads its own.
+    pub fn open_sibling(&self, opts: &OpenOptions) -> Result<Store> {
+        let (files, order) = self.order_share();
+        Store::open_with(self.path(), opts, Some((files, self.base().sb.order, order)))
+    }
+
+    fn open_with(path: &Path, opts: &OpenOptions, sibling: Option<(Option<(u64, u64)>, Table, Arc<OrderMaps>)>) -> Result<Store> {
         check_cache_budgets(opts)?;
         let sb = bootstrap(path, &opts.backend)?;
         let paths: Vec<PathBuf> = (0..sb.members as usize).map(|i| member_path(path, i)).collect();
@@ -182,7 +198,10 @@ impl Store {
             (None, Vec::new())
         };
         let cache = PageCache::new(opts.cache_bytes as usize, base.sb.page_size as usize);
+        let files = file_identity(&member_path(path, 0), &opts.backend);
+        let same = sibling.filter(|(f, t, _)| files.is_some() && *f == files && *t == base.sb.order);
         let mut s = Store::new(path, vol, cache, rows, base);
+        s.set_identity(files, same.map(|(_, _, order)| order));
         s.recover(opts)?;
         if s.gather().rows.is_some() {
             // A warm-up that fails leaves rows uncached, never wrong: a
@@ -219,6 +238,16 @@ impl Store {
         let mut delta = self.delta.write_locked();
         writer::replay(Arc::make_mut(&mut delta), records, &base.sb, self.path())
     }
+}
+
+/// Device and inode of a store's member file; None on the simulated disk
+/// or when it cannot be read (the handle then shares nothing).
+fn file_identity(path: &Path, backend: &BackendChoice) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    if matches!(backend, BackendChoice::Sim(_)) {
+        return None;
+    }
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// The row cache for `budget` bytes; see `RowAdmission`. `hot`: the head of
@@ -264,4 +293,47 @@ fn check_cache_budgets(opts: &OpenOptions) -> Result<()> {
 fn rows_held(sb: &Superblock, budget: u64) -> u64 {
     let row_bytes: Vec<usize> = sb.tensors.iter().map(|t| t.row_bytes() as usize).collect();
     RowCache::rows_held(budget as usize, &row_bytes) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::source::EdgeInput;
+    use crate::import::{ImportOptions, import};
+    use crate::order::VertexOrder;
+
+    /// A star around `hub` over vertices 0..8, renumbered by degree: the
+    /// hub becomes vertex 0 inside.
+    fn star(p: &Path, hub: u64) {
+        let leaves: Vec<u64> = (0..8).filter(|&v| v != hub).collect();
+        let edges = [EdgeInput::Memory { src: vec![hub; leaves.len()], dst: leaves, weights: None, labels: None }];
+        let o = ImportOptions { undirected: true, order: VertexOrder::Degree, ..Default::default() };
+        import(p, &edges, &[], &o, &|_, _, _| {}).unwrap();
+    }
+
+    fn internal(s: &Store, v: u64) -> u64 {
+        let mut ids = [v];
+        s.to_internal(&mut ids).unwrap();
+        ids[0]
+    }
+
+    #[test]
+    fn a_sibling_shares_the_order_maps_of_the_same_store_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("g.sg");
+        star(&p, 3);
+        let a = Store::open(&p, &OpenOptions::default()).unwrap();
+        assert_eq!(internal(&a, 3), 0);
+        let b = a.open_sibling(&OpenOptions { cache_bytes: 1 << 20, ..Default::default() }).unwrap();
+        assert!(Arc::ptr_eq(&a.order_share().1, &b.order_share().1));
+        assert_eq!(internal(&b, 3), 0);
+        // Another store renamed into place at the same path (as an import
+        // does) while `a` is open: the sibling reads its own order.
+        std::fs::remove_dir_all(&p).unwrap();
+        star(&p, 5);
+        let c = a.open_sibling(&OpenOptions::default()).unwrap();
+        assert!(!Arc::ptr_eq(&a.order_share().1, &c.order_share().1));
+        assert_eq!(internal(&c, 5), 0);
+        assert_eq!(internal(&a, 3), 0);
+    }
 }

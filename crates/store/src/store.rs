@@ -59,7 +59,12 @@ struct Shared {
     /// can change a row.
     rows: Option<RowCache>,
     warming: Warming,
-    order: OrderMaps,
+    /// Shared with sibling handles (`Store::open_sibling`).
+    order: Arc<OrderMaps>,
+    /// Device and inode of the first member file, when it is a file: two
+    /// opens see the same store only if they match (an import renames a
+    /// new directory into place).
+    files: Option<(u64, u64)>,
 }
 
 /// What `Store::view` returns: reads through it see one version.
@@ -94,7 +99,7 @@ impl Store {
     /// `open`). The warm-up counts as done unless there is a row cache.
     pub(crate) fn new(path: &Path, vol: Volume, cache: PageCache, rows: Option<RowCache>, base: Base) -> Store {
         Store {
-            shared: Arc::new(Shared { path: path.to_path_buf(), vol, cache, warming: Warming::new(rows.is_none()), rows, order: OrderMaps::default() }),
+            shared: Arc::new(Shared { path: path.to_path_buf(), vol, cache, warming: Warming::new(rows.is_none()), rows, order: Arc::default(), files: None }),
             delta: RwLock::new(Arc::new(Delta::new(&base, base.sb.directed && base.sb.inn.is_none()))),
             base: RwLock::new(Arc::new(base)),
             writer: None,
@@ -150,6 +155,22 @@ impl Store {
 
     pub(crate) fn order(&self) -> &OrderMaps {
         &self.shared.order
+    }
+
+    /// What a sibling open needs to share this handle's order maps
+    /// (`Store::open_sibling`): the files' identity and the maps.
+    pub(crate) fn order_share(&self) -> (Option<(u64, u64)>, Arc<OrderMaps>) {
+        (self.shared.files, self.shared.order.clone())
+    }
+
+    /// Records the files' identity of a store being opened and takes a
+    /// sibling's order maps; before any other handle exists.
+    pub(crate) fn set_identity(&mut self, files: Option<(u64, u64)>, order: Option<Arc<OrderMaps>>) {
+        let shared = Arc::get_mut(&mut self.shared).expect("a store being opened has no other handle");
+        shared.files = files;
+        if let Some(order) = order {
+            shared.order = order;
+        }
     }
 
     pub(crate) fn warming(&self) -> &Warming {
