@@ -68,11 +68,20 @@ impl Permutation {
 
     /// The table words (see the module doc).
     pub fn words(&self) -> Vec<u64> {
-        let pack = |m: &[u32]| m.chunks(2).map(|c| c[0] as u64 | (c.get(1).copied().unwrap_or(0) as u64) << 32).collect::<Vec<_>>();
-        let mut w = vec![self.to_internal.len() as u64];
-        w.extend(pack(&self.to_internal));
-        w.extend(pack(&self.to_external));
-        w
+        self.words_iter().collect()
+    }
+
+    /// `words` one at a time: the import writes them page by page.
+    pub fn words_iter(&self) -> impl Iterator<Item = u64> + '_ {
+        fn pack(m: &[u32]) -> impl Iterator<Item = u64> + '_ {
+            m.chunks(2).map(|c| c[0] as u64 | (c.get(1).copied().unwrap_or(0) as u64) << 32)
+        }
+        std::iter::once(self.to_internal.len() as u64).chain(pack(&self.to_internal)).chain(pack(&self.to_external))
+    }
+
+    /// How many words `words_iter` gives.
+    pub fn words_len(&self) -> u64 {
+        1 + 2 * self.to_internal.len().div_ceil(2) as u64
     }
 }
 
@@ -190,6 +199,7 @@ mod tests {
         assert_eq!(neg, vec![-1, 4]);
         let w = p.words();
         assert_eq!(w.len(), 7);
+        assert_eq!(p.words_len(), 7);
         assert_eq!(w[..2], [5, 3]);
     }
 }

@@ -123,20 +123,32 @@ pub fn open_kind_trusted(page_no: u64, page: &[u8], kind: Kind) -> Result<Header
 
 /// Pages a table of `words` u64 words needs.
 pub fn table_pages(words: usize, page_size: usize) -> u64 {
-    words.div_ceil((page_size - HEADER) / 8) as u64
+    words.div_ceil(table_words_per_page(page_size)) as u64
 }
 
 /// Seals `words` into consecutive Table pages numbered from `first_page`.
 pub fn encode_table(words: &[u64], page_size: usize, first_page: u64, epoch: u64, out: &mut [u8]) {
-    let per = (page_size - HEADER) / 8;
+    let per = table_words_per_page(page_size);
     for (p, chunk) in words.chunks(per).enumerate() {
-        let page = &mut out[p * page_size..(p + 1) * page_size];
-        page.fill(0);
-        for (j, w) in chunk.iter().enumerate() {
-            page[HEADER + 8 * j..HEADER + 8 * j + 8].copy_from_slice(&w.to_le_bytes());
-        }
-        seal(first_page + p as u64, page, &Header { kind: Kind::Table, epoch, key: 0, count: chunk.len() as u32, aux: p as u32 });
+        encode_table_page(chunk, first_page + p as u64, p as u64, epoch, &mut out[p * page_size..(p + 1) * page_size]);
     }
+}
+
+/// Words a Table page holds.
+pub fn table_words_per_page(page_size: usize) -> usize {
+    (page_size - HEADER) / 8
+}
+
+/// Seals page `index` of a Table (page number `page_no`) holding `words`,
+/// at most `table_words_per_page` of them.
+pub fn encode_table_page(words: &[u64], page_no: u64, index: u64, epoch: u64, page: &mut [u8]) {
+    assert!(words.len() <= table_words_per_page(page.len()), "{} words for one table page", words.len());
+    page.fill(0);
+    for (j, w) in words.iter().enumerate() {
+        page[HEADER + 8 * j..HEADER + 8 * j + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    let aux = u32::try_from(index).expect("a table of fewer than 2^32 pages");
+    seal(page_no, page, &Header { kind: Kind::Table, epoch, key: 0, count: words.len() as u32, aux });
 }
 
 /// Appends the words of Table page `index` (checksum and kind checked here).

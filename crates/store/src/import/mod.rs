@@ -485,7 +485,10 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
 
     // Phase 2: read and sort.
     let directed_in = !o.undirected && o.in_edges;
-    let sort_budget = (o.memory_budget as usize) / 2;
+    // The order maps live through the whole import: the sort and merge
+    // buffers share what they leave, half each at a time.
+    let maps = perm.as_ref().map_or(0, |p| (p.to_internal.len() + p.to_external.len()) as u64 * 4);
+    let sort_budget = (o.memory_budget.saturating_sub(maps) as usize / 2).max(SORT_BUDGET_MIN);
     // Lower lists need no sorter: they come from the out-lists' stream.
     let per_sorter = if directed_in { sort_budget / 2 } else { sort_budget };
     // Packed keys while ids fit 32 bits (a degree order's always do).
@@ -551,7 +554,12 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         next_page += p.meta.pages;
     }
     let runs = out_sort.runs() + in_sort.as_ref().map_or(0, |s| s.runs());
-    let merge_budget = sort_budget;
+    // The layout's own tables grow beside the merge buffers: the maps, the
+    // lower lists' degrees (4 bytes a vertex), the presence bitmap, and
+    // the GTTs, page writers and lists in flight (a third of what is left
+    // goes to the merge; PERFORMANCE.md, "Import", budget at scale 24).
+    let tables = maps + if o.lower_lists { 4 * num_nodes } else { 0 } + num_nodes / 8;
+    let merge_budget = (o.memory_budget.saturating_sub(tables) as usize / 3).max(SORT_BUDGET_MIN);
     // The presence bitmap costs n/8 bytes; skip it when ids are so sparse
     // that it would outweigh the 4-byte id column of the edges.
     let presence = num_nodes <= 32 * out_sort.count.max(1);
@@ -617,8 +625,8 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
                 let (dir, n) = write_gtt(&vol, &gtt, num_nodes, end, next)?;
                 next = n;
                 let edges = laid.edges;
-                let words = degree_words(out_laid.degrees.as_deref().unwrap_or(&[]));
-                let degrees = write_table(&vol, &words, next)?;
+                let (len, words) = degree_words(out_laid.degrees.as_deref().unwrap_or(&[]));
+                let degrees = write_table_from(&vol, len, words, next)?;
                 next += degrees.pages;
                 lower_meta = Some(LowerMeta { dir, edges, degrees });
                 phases.done("lower lists: move behind, GTT");
@@ -626,7 +634,7 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
             let hot = write_table(&vol, &out_laid.hot, next)?;
             next += hot.pages;
             let order = match &perm {
-                Some(p) => write_table(&vol, &p.words(), next)?,
+                Some(p) => write_table_from(&vol, p.words_len(), p.words_iter(), next)?,
                 None => Table { start: next, pages: 0, words: 0 },
             };
             Ok((out_meta, in_meta, lower_meta, hot, order, next + order.pages, out_laid.edges))
@@ -733,6 +741,10 @@ fn per_vertex_table_fits(num_nodes: u64, budget: u64, what: &str) -> Result<()> 
     Ok(())
 }
 
+/// The least the sorters and the merge get, whatever the order maps take
+/// of the budget.
+const SORT_BUDGET_MIN: usize = 8 << 20;
+
 /// Records below which one thread lays out a direction.
 const LAYOUT_PART_MIN: u64 = 1 << 22;
 
@@ -797,29 +809,45 @@ fn trim_members(paths: &[PathBuf], total_pages: u64, o: &ImportOptions) -> Resul
 }
 
 /// The lower lists' degree table: the ranges' degrees in order, two to a
-/// word, the first in the low half.
-fn degree_words(ranges: &[Vec<u32>]) -> Vec<u64> {
+/// word, the first in the low half; and its length in words.
+fn degree_words(ranges: &[Vec<u32>]) -> (u64, impl Iterator<Item = u64> + '_) {
     let n: usize = ranges.iter().map(Vec::len).sum();
-    let mut words = Vec::with_capacity(n.div_ceil(2));
-    let mut half: Option<u32> = None;
-    for &d in ranges.iter().flatten() {
-        match half.take() {
-            None => half = Some(d),
-            Some(lo) => words.push(lo as u64 | (d as u64) << 32),
-        }
+    (n.div_ceil(2) as u64, pairs(ranges.iter().flatten().copied()))
+}
+
+/// u32s two to a word, the first in the low half (an odd last one alone).
+fn pairs(mut it: impl Iterator<Item = u32>) -> impl Iterator<Item = u64> {
+    std::iter::from_fn(move || {
+        let lo = it.next()?;
+        Some(lo as u64 | it.next().map_or(0, |hi| (hi as u64) << 32))
+    })
+}
+
+/// Writes a table of `len` words from `words` page by page from page `at`:
+/// a per-vertex table (the order maps, 8 bytes a vertex) is never copied
+/// whole into words or pages, which would double or triple it in memory.
+fn write_table_from(vol: &Volume, len: u64, mut words: impl Iterator<Item = u64>, at: u64) -> Result<Table> {
+    let ps = vol.page_size();
+    let per = page::table_words_per_page(ps);
+    let pages = page::table_pages(len as usize, ps);
+    let mut chunk = Vec::with_capacity(per);
+    let mut w = PageWriter::new(vol, at);
+    for p in 0..pages {
+        chunk.clear();
+        chunk.extend(words.by_ref().take(per.min((len - p * per as u64) as usize)));
+        assert_eq!(chunk.len(), per.min((len - p * per as u64) as usize), "a table's words ran short");
+        page::encode_table_page(&chunk, at + p, p, EPOCH, w.page());
+        w.done()?;
     }
-    words.extend(half.map(u64::from));
-    words
+    assert!(words.next().is_none(), "a table's words ran long");
+    let end = w.finish()?;
+    debug_assert_eq!(end, at + pages);
+    Ok(Table { start: at, pages, words: len })
 }
 
 /// Writes `words` as table pages from page `at`.
 fn write_table(vol: &Volume, words: &[u64], at: u64) -> Result<Table> {
-    let ps = vol.page_size();
-    let n = page::table_pages(words.len(), ps);
-    let mut buf = vec![0u8; n as usize * ps];
-    page::encode_table(words, ps, at, EPOCH, &mut buf);
-    write_pages(vol, at, &buf)?;
-    Ok(Table { start: at, pages: n, words: words.len() as u64 })
+    write_table_from(vol, words.len() as u64, words.iter().copied(), at)
 }
 
 /// Writes whole sealed pages from page `at`; returns the page after them.
@@ -962,4 +990,44 @@ fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, order: Option<&Per
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tables written page by page read back as the words, at lengths
+    /// around page boundaries, with the pages `encode_table` makes.
+    #[test]
+    fn tables_written_page_by_page_are_the_whole_encoding() {
+        let dir = tempfile::tempdir().unwrap();
+        let ps = 4096;
+        let per = page::table_words_per_page(ps) as u64;
+        for len in [0, 1, per - 1, per, per + 1, 3 * per + 5] {
+            let p = dir.path().join(format!("t{len}"));
+            let vol = Volume::create(std::slice::from_ref(&p), 2, VolumeOptions { page_size: ps, writable: true, ..Default::default() }).unwrap();
+            let words: Vec<u64> = (0..len).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+            let t = write_table_from(&vol, len, words.iter().copied(), 7).unwrap();
+            assert_eq!((t.start, t.pages, t.words), (7, page::table_pages(len as usize, ps), len));
+            let mut want = vec![0u8; t.pages as usize * ps];
+            page::encode_table(&words, ps, 7, EPOCH, &mut want);
+            let mut back = Vec::new();
+            for i in 0..t.pages {
+                let got = vol.read(&[7 + i]).unwrap();
+                assert_eq!(got.page(0), &want[i as usize * ps..(i as usize + 1) * ps], "len {len}, page {i}");
+                page::decode_table(7 + i, got.page(0), i, &mut back).unwrap();
+            }
+            assert_eq!(back, words);
+        }
+    }
+
+    #[test]
+    fn degree_words_pack_two_to_a_word() {
+        let ranges = vec![vec![1, 2, 3], vec![4, 5]];
+        let (len, words) = degree_words(&ranges);
+        assert_eq!(len, 3);
+        assert_eq!(words.collect::<Vec<_>>(), vec![1 | 2 << 32, 3 | 4 << 32, 5]);
+        let (len, words) = degree_words(&ranges[1..]);
+        assert_eq!((len, words.collect::<Vec<_>>()), (1, vec![4 | 5 << 32]));
+    }
 }
