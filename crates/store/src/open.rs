@@ -164,11 +164,11 @@ impl Store {
     /// The maps are shared only when both opens see the same files and
     /// order table; otherwise the new handle loads its own.
     pub fn open_sibling(&self, opts: &OpenOptions) -> Result<Store> {
-        let (files, order) = self.order_share();
-        Store::open_with(self.path(), opts, Some((files, self.base().sb.order, order)))
+        let (files, maps) = self.order_share();
+        Store::open_with(self.path(), opts, Some(Sibling { files, order: self.base().sb.order, maps }))
     }
 
-    fn open_with(path: &Path, opts: &OpenOptions, sibling: Option<(Option<(u64, u64)>, Table, Arc<OrderMaps>)>) -> Result<Store> {
+    fn open_with(path: &Path, opts: &OpenOptions, sibling: Option<Sibling>) -> Result<Store> {
         check_cache_budgets(opts)?;
         let sb = bootstrap(path, &opts.backend)?;
         let paths: Vec<PathBuf> = (0..sb.members as usize).map(|i| member_path(path, i)).collect();
@@ -199,9 +199,9 @@ impl Store {
         };
         let cache = PageCache::new(opts.cache_bytes as usize, base.sb.page_size as usize);
         let files = file_identity(&member_path(path, 0), &opts.backend);
-        let same = sibling.filter(|(f, t, _)| files.is_some() && *f == files && *t == base.sb.order);
+        let same = sibling.filter(|s| files.is_some() && s.files == files && s.order == base.sb.order);
         let mut s = Store::new(path, vol, cache, rows, base);
-        s.set_identity(files, same.map(|(_, _, order)| order));
+        s.set_identity(files, same.map(|s| s.maps));
         s.recover(opts)?;
         if s.gather().rows.is_some() {
             // A warm-up that fails leaves rows uncached, never wrong: a
@@ -238,6 +238,14 @@ impl Store {
         let mut delta = self.delta.write_locked();
         writer::replay(Arc::make_mut(&mut delta), records, &base.sb, self.path())
     }
+}
+
+/// What a sibling open shares when it sees the same store: the files'
+/// identity and order table it was opened with, and its order maps.
+struct Sibling {
+    files: Option<(u64, u64)>,
+    order: Table,
+    maps: Arc<OrderMaps>,
 }
 
 /// Device and inode of a store's member file; None on the simulated disk
