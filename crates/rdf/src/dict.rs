@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
+use solidgraph_io::BackendChoice;
 
 use crate::dictfile::{self, DictFile, DictWriter};
 use crate::error::{RdfError, Result};
@@ -35,7 +36,12 @@ pub struct Dict {
 impl Dict {
     /// Opens `dict.<gen>` with a page cache of `cache_bytes`.
     pub fn open(path: &Path, cache_bytes: u64) -> Result<Dict> {
-        let f = DictFile::open(path, cache_bytes)?;
+        Dict::open_on(path, cache_bytes, BackendChoice::Auto)
+    }
+
+    /// [`Dict::open`] with the file's pages read through `backend`.
+    pub fn open_on(path: &Path, cache_bytes: u64, backend: BackendChoice) -> Result<Dict> {
+        let f = DictFile::open_on(path, cache_bytes, backend)?;
         Ok(Dict { on_disk: f.len(), file: Some(Arc::new(f)), ..Dict::default() })
     }
 

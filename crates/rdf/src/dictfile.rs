@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
-use solidgraph_io::{Volume, VolumeOptions};
+use solidgraph_io::{BackendChoice, Volume, VolumeOptions};
 
 use crate::error::{RdfError, Result, corrupt, io_err};
 
@@ -510,15 +510,21 @@ impl DictFile {
     /// Opens a version 4 file, or a version 3 one (its inline pages read
     /// once to rebuild their directory).
     pub fn open(path: &Path, cache_bytes: u64) -> Result<DictFile> {
-        DictFile::open_version(path, cache_bytes, &[VERSION, VERSION_INLINE_UNLISTED])
+        DictFile::open_on(path, cache_bytes, BackendChoice::Auto)
+    }
+
+    /// [`DictFile::open`] with the pages read through `backend` (a
+    /// simulated disk holding the file's bytes, for the fuzz targets).
+    pub fn open_on(path: &Path, cache_bytes: u64, backend: BackendChoice) -> Result<DictFile> {
+        DictFile::open_version(path, cache_bytes, &[VERSION, VERSION_INLINE_UNLISTED], backend)
     }
 
     /// Opens a version 2 file (no inline pages) to convert it.
     pub fn open_old(path: &Path, cache_bytes: u64) -> Result<DictFile> {
-        DictFile::open_version(path, cache_bytes, &[VERSION_NO_INLINE])
+        DictFile::open_version(path, cache_bytes, &[VERSION_NO_INLINE], BackendChoice::Auto)
     }
 
-    fn open_version(path: &Path, cache_bytes: u64, want: &[u32]) -> Result<DictFile> {
+    fn open_version(path: &Path, cache_bytes: u64, want: &[u32], backend: BackendChoice) -> Result<DictFile> {
         let v = version(path)?;
         if !want.contains(&v) {
             return Err(RdfError::OldFormat { path: path.to_path_buf(), found: v, reads: VERSION });
@@ -527,7 +533,7 @@ impl DictFile {
         if len % PAGE as u64 != 0 {
             return Err(corrupt(path, format!("{len} bytes is not a whole number of {PAGE}-byte pages")));
         }
-        let opts = VolumeOptions { page_size: PAGE, stripe_pages: 1, registered_chunks: 2, ..Default::default() };
+        let opts = VolumeOptions { page_size: PAGE, stripe_pages: 1, registered_chunks: 2, backend, ..Default::default() };
         let vol = Volume::open(&[path.to_path_buf()], opts).map_err(|e| corrupt(path, e.to_string()))?;
         let head = vol.read(&[0]).map_err(|e| corrupt(path, e.to_string()))?;
         let head = head.page(0);

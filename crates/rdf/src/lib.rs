@@ -65,11 +65,22 @@ pub struct OpenOptions {
     /// The quad store's I/O backend: a simulated disk lets the fuzz
     /// targets open a store per input without an io_uring ring.
     pub quads_backend: solidgraph_store::BackendChoice,
+    /// The dictionary file's I/O backend, for the same reason: a simulated
+    /// disk holding the file's bytes (its version and size are still read
+    /// from the file). A compaction's new dictionary is read from its file.
+    pub dict_backend: solidgraph_store::BackendChoice,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { writable: false, create: false, cache_bytes: 256 << 20, dict_cache_bytes: 32 << 20, quads_backend: Default::default() }
+        OpenOptions {
+            writable: false,
+            create: false,
+            cache_bytes: 256 << 20,
+            dict_cache_bytes: 32 << 20,
+            quads_backend: Default::default(),
+            dict_backend: Default::default(),
+        }
     }
 }
 

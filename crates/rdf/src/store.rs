@@ -86,7 +86,7 @@ impl RdfStore {
             None
         };
         let meta = Meta::read(path)?;
-        let dict = Dict::open(&meta.dict_path(path), o.dict_cache_bytes)?;
+        let dict = Dict::open_on(&meta.dict_path(path), o.dict_cache_bytes, o.dict_backend.clone())?;
         if dict.len() != meta.terms {
             return Err(crate::error::corrupt(meta.dict_path(path), format!("{} terms, rdf.meta says {}", dict.len(), meta.terms)));
         }

@@ -141,10 +141,13 @@ impl Store {
         let per_fill = (FILL_BYTES / rb.max(1)).max(1);
         let mut pending: Vec<u8> = Vec::new();
         let mut next_row = 0u64;
-        let mut buf = AlignedBuf::zeroed(STAGE_PAGES * ps);
+        // No larger than the tensor: a tensor of a few rows would otherwise
+        // fault in and zero a whole stage of STAGE_PAGES pages.
+        let stage = (meta.pages.min(STAGE_PAGES as u64) as usize).max(1);
+        let mut buf = AlignedBuf::zeroed(stage * ps);
         let mut k = 0u64;
         while k < meta.pages {
-            let batch = (meta.pages - k).min(STAGE_PAGES as u64);
+            let batch = (meta.pages - k).min(stage as u64);
             let want = (((k + batch) * pl).min(total) - k * pl) as usize;
             while pending.len() < want {
                 let n = per_fill.min(meta.rows - next_row);
