@@ -904,13 +904,30 @@ impl Gather<'_> {
     }
 }
 
+/// A tensor's bytes written so far, reported every 64 MiB.
+struct Written<'a> {
+    bytes: u64,
+    total: u64,
+    name: &'a str,
+    progress: Progress<'a>,
+}
+
+impl Written<'_> {
+    fn add(&mut self, n: usize) {
+        self.bytes += n as u64;
+        if self.bytes % (64 << 20) < n as u64 {
+            (self.progress)(self.name, self.bytes, self.total);
+        }
+    }
+}
+
 /// Writes tensor `index`'s pages, its rows in `order`'s new order if
 /// given. A reordered `.npy` goes through bucket files in `scratch.0`
 /// (`permute`), cut to the memory budget `scratch.1`.
 fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, order: Option<&Permutation>, scratch: (&Path, u64), progress: Progress) -> Result<()> {
     let total = p.meta.rows * p.meta.row_bytes();
-    let mut done = 0u64;
     let name = format!("tensor {}", p.meta.name);
+    let mut done = Written { bytes: 0, total, name: &name, progress };
     let rb = p.meta.row_bytes() as usize;
     if let (Some(perm), TensorData::Npy(path)) = (order, p.data)
         && let Some(plan) = permute::plan(p.meta.rows, rb, scratch.1)
@@ -927,10 +944,7 @@ fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, order: Option<&Per
         let mut placed = permute::Placed::new(plan, &perm.to_external, paths);
         write_tensor(vol, p.meta.start_page, index, EPOCH, |buf| {
             let n = placed.fill(buf)?;
-            done += n as u64;
-            if done % (64 << 20) < n as u64 {
-                progress(&name, done, total);
-            }
+            done.add(n);
             Ok(n)
         })?;
         return Ok(());
@@ -951,10 +965,7 @@ fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, order: Option<&Per
                 let f = std::fs::File::open(path).map_err(file_err(path))?;
                 write_tensor(vol, p.meta.start_page, index, EPOCH, |buf| {
                     let n = g.fill(buf, |r, out| f.read_exact_at(out, p.offset + r * rb as u64).map_err(file_err(path)))?;
-                    done += n as u64;
-                    if done % (64 << 20) < n as u64 {
-                        progress(&name, done, total);
-                    }
+                    done.add(n);
                     Ok(n)
                 })?;
             }
@@ -964,9 +975,10 @@ fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, order: Option<&Per
     match p.data {
         TensorData::Memory { bytes, .. } => {
             write_tensor(vol, p.meta.start_page, index, EPOCH, |buf| {
-                let n = buf.len().min(bytes.len() - done as usize);
-                buf[..n].copy_from_slice(&bytes[done as usize..done as usize + n]);
-                done += n as u64;
+                let at = done.bytes as usize;
+                let n = buf.len().min(bytes.len() - at);
+                buf[..n].copy_from_slice(&bytes[at..at + n]);
+                done.bytes += n as u64;
                 Ok(n)
             })?;
         }
@@ -976,15 +988,12 @@ fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, order: Option<&Per
             f.seek(SeekFrom::Start(p.offset)).map_err(file_err(path))?;
             let mut r = std::io::BufReader::with_capacity(1 << 20, f);
             write_tensor(vol, p.meta.start_page, index, EPOCH, |buf| {
-                let want = buf.len().min((total - done) as usize);
+                let want = buf.len().min((total - done.bytes) as usize);
                 let n = r.read(&mut buf[..want]).map_err(file_err(path))?;
                 if n == 0 && want > 0 {
                     return Err(StoreError::BadInput { path: path.clone(), reason: "file ended before its tensor data".into() });
                 }
-                done += n as u64;
-                if done % (64 << 20) < n as u64 {
-                    progress(&name, done, total);
-                }
+                done.add(n);
                 Ok(n)
             })?;
         }
