@@ -99,8 +99,7 @@ pub fn serve(opts: ServeOptions) -> Result<(), String> {
 /// Request work runs on the blocking pool's threads, whose glibc arenas
 /// give the memory of each reply's buffers back to the kernel when the
 /// call ends (heaps trimmed, large blocks unmapped), so the next call
-/// faults it in again: ~300 page faults and ~1 ms of a SampleNeighbors
-/// call of 1024 seeds (docs/PERFORMANCE.md, Server). Fixed thresholds
+/// faults it in again (docs/PERFORMANCE.md, Server). Fixed thresholds
 /// keep up to `TRIM_THRESHOLD` free per arena instead; setting them also
 /// turns off glibc's adaptive ones.
 fn keep_freed_memory() {

@@ -833,9 +833,10 @@ fn write_table_from(vol: &Volume, len: u64, mut words: impl Iterator<Item = u64>
     let mut chunk = Vec::with_capacity(per);
     let mut w = PageWriter::new(vol, at);
     for p in 0..pages {
+        let want = per.min((len - p * per as u64) as usize);
         chunk.clear();
-        chunk.extend(words.by_ref().take(per.min((len - p * per as u64) as usize)));
-        assert_eq!(chunk.len(), per.min((len - p * per as u64) as usize), "a table's words ran short");
+        chunk.extend(words.by_ref().take(want));
+        assert_eq!(chunk.len(), want, "a table's words ran short");
         page::encode_table_page(&chunk, at + p, p, EPOCH, w.page());
         w.done()?;
     }
