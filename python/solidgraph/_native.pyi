@@ -995,7 +995,11 @@ class RdfStore:
         timeout: float | None = None,
         result_limit: int | None = None,
     ) -> QuerySolutions | QueryBoolean | QueryTriples:
-        """Runs a SPARQL query with the GIL released; results are streamed."""
+        """Runs a SPARQL query with the GIL released; results are streamed.
+
+        With ``use_default_graph_as_union`` the default graph is the union
+        of every graph, the default one included; a FROM clause still
+        names the query's dataset."""
     def update(self, update: str, *, base_iri: str | None = None) -> None:
         """Runs a SPARQL update, durable when it returns."""
     def quads_for_pattern(

@@ -45,6 +45,12 @@ pub struct QueryData {
     paths: FxHashMap<u64, (Path, bool)>,
     cancel: CancellationToken,
     timeout: Option<Duration>,
+    /// Set: a pattern over "any graph" includes the default graph, so that
+    /// spareval's union default graph is every graph of the store, the
+    /// default one included (pyoxigraph's `use_default_graph_as_union`).
+    /// spareval drops default-graph quads itself where a `GRAPH ?g` asks
+    /// for named graphs only.
+    union: bool,
 }
 
 #[derive(Default)]
@@ -55,7 +61,7 @@ struct SideTable {
 
 impl QueryData {
     pub fn new(snap: Snapshot, dict: Arc<RwLock<Dict>>) -> QueryData {
-        QueryData { snap, dict, side: Rc::default(), placeholders: None, paths: FxHashMap::default(), cancel: CancellationToken::new(), timeout: None }
+        QueryData { snap, dict, side: Rc::default(), placeholders: None, paths: FxHashMap::default(), cancel: CancellationToken::new(), timeout: None, union: false }
     }
 
     /// The query's cancellation: `cancel` (fired at the deadline `timeout`)
@@ -64,6 +70,12 @@ impl QueryData {
     pub fn set_cancel(&mut self, cancel: CancellationToken, timeout: Option<Duration>) {
         self.cancel = cancel;
         self.timeout = timeout;
+    }
+
+    /// Makes the union of all graphs, the default one included, what a
+    /// pattern over any graph reads (see the field).
+    pub fn set_union_default_graph(&mut self, union: bool) {
+        self.union = union;
     }
 
     /// The query's timeout error once it is cancelled.
@@ -95,6 +107,7 @@ impl QueryData {
     /// Stored quads matching a pattern (nothing matches a side id).
     fn quads(&self, s: Option<&u64>, p: Option<&u64>, o: Option<&u64>, graph: Option<Option<&u64>>) -> Result<Vec<InternalQuad<u64>>> {
         let sel = match graph {
+            None if self.union => GraphSel::All,
             None => GraphSel::AnyNamed,
             Some(None) => GraphSel::Default,
             Some(Some(&g)) => GraphSel::Named(g),

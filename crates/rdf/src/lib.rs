@@ -132,8 +132,9 @@ pub struct QueryOptions {
     /// Fail with `RdfError::ResultLimit` once a query yields more than this
     /// many solutions or triples.
     pub result_limit: Option<u64>,
-    /// The default graph is the union of all graphs (as with pyoxigraph's
-    /// `use_default_graph_as_union`).
+    /// The default graph is the union of all graphs, the default one
+    /// included (as with pyoxigraph's `use_default_graph_as_union`). A
+    /// query's FROM clause still names its dataset.
     pub default_graph_as_union: bool,
 }
 

@@ -119,6 +119,7 @@ pub fn run(query: &spargebra::Query, mut data: QueryData, o: &QueryOptions) -> R
     let token = CancellationToken::new();
     let deadline = Deadline::start(o.timeout, &token);
     data.set_cancel(token.clone(), o.timeout);
+    data.set_union_default_graph(o.default_graph_as_union && query.dataset().is_none());
     let mut query = query.clone();
     if !o.default_graph_as_union && query.dataset().is_none() {
         let prefix = format!("urn:x-solidgraph-path:{:016x}:", RandomState::new().build_hasher().finish());

@@ -11,7 +11,11 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> PathBuf {
 }
 
 fn select(store: &RdfStore, q: &str) -> Vec<Vec<String>> {
-    let QueryOutput::Solutions { rows, .. } = store.query(q, &QueryOptions::default()).unwrap() else { panic!("not a SELECT") };
+    select_with(store, q, &QueryOptions::default())
+}
+
+fn select_with(store: &RdfStore, q: &str, o: &QueryOptions) -> Vec<Vec<String>> {
+    let QueryOutput::Solutions { rows, .. } = store.query(q, o).unwrap() else { panic!("not a SELECT") };
     let mut v: Vec<Vec<String>> = rows.map(|r| r.unwrap().into_iter().map(|t| t.map_or("-".into(), |t| t.to_string())).collect()).collect();
     v.sort();
     v
@@ -47,6 +51,23 @@ fn load_query_update_reopen_compact() {
     let store = RdfStore::open(&path, &OpenOptions::default()).unwrap();
     check(&store);
     assert!(matches!(store.update("INSERT DATA { <http://ex/a> <http://ex/p> 1 }", &QueryOptions::default()), Err(RdfError::ReadOnly)));
+}
+
+/// pyoxigraph's `use_default_graph_as_union`: every graph, the default one
+/// included, and `GRAPH ?g` still over named graphs only.
+#[test]
+fn union_default_graph_includes_the_default_graph() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = write(tmp.path(), "d.nq", "<http://ex/a> <http://ex/p> <http://ex/b> .\n<http://ex/b> <http://ex/p> <http://ex/c> <http://ex/g> .\n");
+    let path = tmp.path().join("s");
+    RdfStore::bulk_load(&path, &[data], &LoadOptions::default()).unwrap();
+    let store = RdfStore::open(&path, &OpenOptions::default()).unwrap();
+    let union = QueryOptions { default_graph_as_union: true, ..Default::default() };
+    let all = vec![vec!["<http://ex/a>", "<http://ex/b>"], vec!["<http://ex/b>", "<http://ex/c>"]];
+    assert_eq!(select_with(&store, "SELECT ?s ?o WHERE { ?s ?p ?o }", &union), all);
+    assert_eq!(select_with(&store, "SELECT ?o WHERE { <http://ex/a> <http://ex/p>+ ?o }", &union), vec![vec!["<http://ex/b>"], vec!["<http://ex/c>"]]);
+    assert_eq!(select_with(&store, "SELECT ?g WHERE { GRAPH ?g { ?s ?p ?o } }", &union), vec![vec!["<http://ex/g>"]]);
+    assert_eq!(select(&store, "SELECT ?s ?o WHERE { ?s ?p ?o }"), vec![vec!["<http://ex/a>", "<http://ex/b>"]]);
 }
 
 #[test]
