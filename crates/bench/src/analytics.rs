@@ -723,7 +723,8 @@ pub fn worker(a: AnalyticsWorkerArgs) -> CliResult {
             let store = Store::open(&l.store(), &OpenOptions { cache_bytes, ..opts })?;
             if a.contender == Contender::Cached {
                 // Until a run reads nothing from the volume: a page enters
-                // the cache on its second read (`cache::Image`).
+                // the cache from its second read on, the filled share about
+                // doubling with each run (`cache::Image`).
                 let t = Instant::now();
                 for _ in 0..WARMUP_RUNS {
                     store.reset_stats();
@@ -791,8 +792,9 @@ fn cache_within(a: &AnalyticsWorkerArgs, l: &Layout, opts: &OpenOptions) -> CliR
     Ok((cache, footprint, headroom))
 }
 
-/// Most runs the cached contender makes before its timed one.
-const WARMUP_RUNS: usize = 3;
+/// Most runs the cached contender makes before its timed one: a pass that
+/// reads each page once fills the whole image by its fifth.
+const WARMUP_RUNS: usize = 8;
 
 /// Vertices whose lists the footprint probe reads (store ids, evenly spaced).
 const PROBE_VERTICES: u64 = 256;

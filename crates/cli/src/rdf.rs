@@ -71,7 +71,7 @@ pub struct QueryArgs {
     /// Fail once the query yields more than this many results.
     #[arg(long)]
     pub limit: Option<u64>,
-    /// The default graph is the union of all graphs.
+    /// The default graph is the union of all graphs, the default one included.
     #[arg(long)]
     pub union_default_graph: bool,
 }

@@ -61,7 +61,16 @@ struct SideTable {
 
 impl QueryData {
     pub fn new(snap: Snapshot, dict: Arc<RwLock<Dict>>) -> QueryData {
-        QueryData { snap, dict, side: Rc::default(), placeholders: None, paths: FxHashMap::default(), cancel: CancellationToken::new(), timeout: None, union: false }
+        QueryData {
+            snap,
+            dict,
+            side: Rc::default(),
+            placeholders: None,
+            paths: FxHashMap::default(),
+            cancel: CancellationToken::new(),
+            timeout: None,
+            union: false,
+        }
     }
 
     /// The query's cancellation: `cancel` (fired at the deadline `timeout`)

@@ -18,7 +18,7 @@
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
+use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use std::sync::{Arc, Mutex, RwLock};
 
 use rustc_hash::FxHashMap;
@@ -173,9 +173,12 @@ const FILLED: u8 = 3;
 /// A direction's adjacency pages of one epoch, held in one buffer in page
 /// order (`PageCache::image_for`). A page is copied in the second time a
 /// pass reads it from the volume (already checked), and never changes
-/// after: the first touch of fresh memory costs more than reading the page
-/// (docs/PERFORMANCE.md), so a single pass, which reads each page once,
-/// runs as it would with no cache.
+/// after. The first touch of fresh memory costs about what reading the page
+/// costs (docs/PERFORMANCE.md), so copies are paid from a credit: a base
+/// of `FILL_BASE_SHARE` of the pages, plus one page for each page the image
+/// served. No pass then costs much more than a pass without the image, and
+/// the filled share about doubles with each pass; a single pass, which
+/// reads each page once, fills nothing.
 pub(crate) struct Image {
     key: ImageKey,
     /// Page numbers, sorted and distinct; page `pages[i]` is slot i.
@@ -183,7 +186,17 @@ pub(crate) struct Image {
     state: Vec<AtomicU8>,
     data: Box<[UnsafeCell<MaybeUninit<u8>>]>,
     page_size: usize,
+    /// Pages that may still be copied in (see the type).
+    credit: AtomicI64,
 }
+
+/// The share of an image's pages its credit starts with: the first pass
+/// that fills copies at most this many pages beyond what it read anyway.
+const FILL_BASE_SHARE: usize = 8;
+
+/// The largest image, in pages: `Fetched::Image` marks a page read from the
+/// volume with the top bit of its slot.
+pub(crate) const IMAGE_MAX_PAGES: usize = 1 << 31;
 
 // SAFETY: a slot's bytes are written by the one thread that moved its state
 // from EMPTY to FILLING, and read only once it is FILLED (release/acquire).
@@ -192,6 +205,7 @@ unsafe impl Sync for Image {}
 impl Image {
     fn new(key: ImageKey, pages: Vec<u64>, page_size: usize) -> Image {
         debug_assert!(pages.windows(2).all(|w| w[0] < w[1]));
+        assert!(pages.len() < IMAGE_MAX_PAGES, "an image of {} pages", pages.len());
         let mut data = Vec::with_capacity(pages.len() * page_size);
         // In 4 KiB pages: a fresh huge page costs several times more per byte to
         // fault in than 4 KiB ones on a VM that hands freed memory back
@@ -203,7 +217,8 @@ impl Image {
         unsafe { data.set_len(pages.len() * page_size) };
         let data: Vec<UnsafeCell<MaybeUninit<u8>>> = data;
         let state = pages.iter().map(|_| AtomicU8::new(EMPTY)).collect();
-        Image { key, pages, state, data: data.into_boxed_slice(), page_size }
+        let credit = AtomicI64::new(pages.len().div_ceil(FILL_BASE_SHARE) as i64);
+        Image { key, pages, state, data: data.into_boxed_slice(), page_size, credit }
     }
 
     /// Budget bytes the image takes: its pages and their bookkeeping.
@@ -224,7 +239,7 @@ impl Image {
         Some(at)
     }
 
-    fn filled(&self, slot: u32) -> bool {
+    pub(crate) fn filled(&self, slot: u32) -> bool {
         self.state[slot as usize].load(Acquire) == FILLED
     }
 
@@ -238,12 +253,20 @@ impl Image {
         unsafe { std::slice::from_raw_parts(cells.as_ptr().cast::<u8>(), self.page_size) }
     }
 
-    /// Marks `slot` seen on its first read; copies `page` in on its second
-    /// (unless another thread is at it).
+    /// Marks `slot` seen on its first read; copies `page` in on a later one
+    /// if the credit allows (and no other thread is at it).
     fn fill(&self, slot: u32, page: &[u8]) {
         assert_eq!(page.len(), self.page_size);
         let state = &self.state[slot as usize];
-        if state.compare_exchange(EMPTY, SEEN, Relaxed, Relaxed).is_ok() || state.compare_exchange(SEEN, FILLING, Relaxed, Relaxed).is_err() {
+        if state.compare_exchange(EMPTY, SEEN, Relaxed, Relaxed).is_ok() || state.load(Relaxed) != SEEN {
+            return;
+        }
+        if self.credit.fetch_sub(1, Relaxed) <= 0 {
+            self.credit.fetch_add(1, Relaxed);
+            return;
+        }
+        if state.compare_exchange(SEEN, FILLING, Relaxed, Relaxed).is_err() {
+            self.credit.fetch_add(1, Relaxed);
             return;
         }
         let at = slot as usize * self.page_size;
@@ -251,6 +274,11 @@ impl Image {
         // reads or writes these bytes until the release below.
         unsafe { std::ptr::copy_nonoverlapping(page.as_ptr(), self.data[at].get().cast::<u8>(), self.page_size) };
         self.state[slot as usize].store(FILLED, Release);
+    }
+
+    /// Credits the image with `pages` it served: as many more may be copied in.
+    fn served(&self, pages: usize) {
+        self.credit.fetch_add(pages as i64, Relaxed);
     }
 }
 
@@ -270,11 +298,9 @@ pub(crate) fn image_bytes(pages: usize, page_size: usize) -> usize {
 
 /// How a batch's pages stand against the images.
 pub(crate) enum Resident {
-    /// Every page is in one image and filled: read them there.
-    Filled(Arc<Image>, Vec<u32>),
-    /// Every page is in one image, some not filled yet: read them from the
-    /// volume, then `fill` the image.
-    Unfilled(Arc<Image>, Vec<u32>),
+    /// Every page is in one image, at these slots: read the filled ones
+    /// there, the others from the volume (then `fill` the image).
+    In(Arc<Image>, Vec<u32>),
     /// Not in an image: the page cache proper.
     No,
 }
@@ -366,26 +392,31 @@ impl PageCache {
         let imgs = self.images.read_locked();
         for img in imgs.iter() {
             if let Some(at) = img.slots(pages) {
-                let img = img.clone();
-                let filled = at.iter().all(|&s| img.filled(s));
-                if filled {
-                    self.hits.fetch_add(pages.len() as u64, Relaxed);
-                    return Resident::Filled(img, at);
-                }
-                return Resident::Unfilled(img, at);
+                return Resident::In(img.clone(), at);
             }
         }
         Resident::No
     }
 
-    /// Copies pages read from the volume into their image's slots.
+    /// Counts a batch's `served` distinct pages read from `img` as hits and
+    /// credits the image with them.
+    pub(crate) fn served(&self, img: &Image, served: usize) {
+        img.served(served);
+        self.hits.fetch_add(served as u64, Relaxed);
+    }
+
+    /// Copies pages read from the volume into their image's slots, as far
+    /// as the image's credit goes (`Image`).
     pub(crate) fn fill<'p>(&self, img: &Image, at: &[u32], page: impl Fn(usize) -> &'p [u8]) {
         for (k, &slot) in at.iter().enumerate() {
             if !img.filled(slot) {
                 img.fill(slot, page(k));
             }
         }
-        self.misses.fetch_add(at.len() as u64, Relaxed);
+        let mut distinct = at.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        self.misses.fetch_add(distinct.len() as u64, Relaxed);
     }
 
     /// Returns the pages in request order. `load` gets the distinct missing
@@ -574,14 +605,20 @@ mod tests {
         c.image_for(key, || vec![10, 11, 12, 13]);
         assert_eq!(c.image_bytes.load(Relaxed), image_bytes(4, ps));
         assert!(matches!(c.resident(&[5]), Resident::No), "a page outside the image");
-        for read in 1..=2 {
-            let Resident::Unfilled(img, at) = c.resident(&[11, 12]) else { panic!("read {read}: pages should be unfilled") };
-            assert_eq!(at, [1, 2]);
+        let Resident::In(img, at) = c.resident(&[11, 12]) else { panic!("pages of the image") };
+        assert_eq!(at, [1, 2]);
+        // A 4-page image starts with a credit of one page: the second read
+        // fills one, and serving it earns another.
+        for _ in 1..=2 {
             c.fill(&img, &at, |k| if k == 0 { &[11u8; 16][..] } else { &[12u8; 16][..] });
         }
-        let Resident::Filled(img, at) = c.resident(&[12, 11]) else { panic!("pages read twice should be filled") };
+        assert_eq!([img.filled(1), img.filled(2)], [true, false], "the credit allowed one copy");
+        c.served(&img, 1);
+        c.fill(&img, &at, |k| if k == 0 { &[11u8; 16][..] } else { &[12u8; 16][..] });
+        assert!(img.filled(2), "a page served earns one copy");
+        let Resident::In(img, at) = c.resident(&[12, 11]) else { panic!("pages of the image") };
         assert_eq!((img.page(at[0])[0], img.page(at[1])[0]), (12, 11));
-        assert!(matches!(c.resident(&[11, 13]), Resident::Unfilled(..)), "a page read never is not filled");
+        assert!(!img.filled(3), "a page read never is not filled");
         // A direction too large for what is left is refused, and nothing changes.
         c.image_for(ImageKey { epoch: 1, first: 20, pages: 1000 }, || (20..1020).collect());
         assert_eq!(c.image_bytes.load(Relaxed), image_bytes(4, ps));

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use solidgraph_io::{Pages, Volume};
 
 use crate::adjacency::{EdgeFormat, SKIP};
-use crate::cache::{Image, PageCache, PageRef, Resident};
+use crate::cache::{IMAGE_MAX_PAGES, Image, PageCache, PageRef, Resident};
 use crate::error::Result;
 use crate::page::{self, Kind};
 
@@ -18,9 +18,14 @@ pub(crate) enum Fetched {
     Cached { refs: Vec<PageRef>, page_size: usize },
     /// In the buffers of one volume read; `at[k]`: the slot of page k.
     Direct { got: Pages, at: Vec<u32> },
-    /// In a direction's image; `at[k]`: the slot of page k.
-    Image { img: Arc<Image>, at: Vec<u32> },
+    /// In a direction's image, or for pages not filled yet, in the buffers
+    /// of one volume read: `at[k]` is page k's image slot, or `VOLUME` | its
+    /// slot in `got`.
+    Image { img: Arc<Image>, at: Vec<u32>, got: Option<Pages> },
 }
+
+/// Marks a page of `Fetched::Image` read from the volume.
+const VOLUME: u32 = IMAGE_MAX_PAGES as u32;
 
 impl Fetched {
     /// The k-th page asked for.
@@ -28,7 +33,11 @@ impl Fetched {
         match self {
             Fetched::Cached { refs, page_size } => &refs[k][..*page_size],
             Fetched::Direct { got, at } => got.page(at[k] as usize),
-            Fetched::Image { img, at } => img.page(at[k]),
+            Fetched::Image { img, at, got } => match (at[k] & VOLUME, got) {
+                (0, _) => img.page(at[k]),
+                (_, Some(got)) => got.page((at[k] & !VOLUME) as usize),
+                (_, None) => unreachable!("a page read from the volume without the read"),
+            },
         }
     }
 
@@ -54,21 +63,47 @@ impl Fetcher<'_> {
     }
 
     /// `pages` through the cache when `cached`, else straight from the
-    /// volume. Cached pages of a direction's image come from it, read
-    /// straight from the volume and copied in if they are not there yet.
+    /// volume. Pages of a direction's image come from it where filled; the
+    /// others are read straight from the volume and offered to the image.
     pub fn fetch(&self, fmt: EdgeFormat, pages: &[u64], cached: bool) -> Result<Fetched> {
         if !cached {
             return self.direct(pages);
         }
         match self.cache.resident(pages) {
-            Resident::Filled(img, at) => Ok(Fetched::Image { img, at }),
-            Resident::Unfilled(img, at) => {
-                let got = self.direct(pages)?;
-                self.cache.fill(&img, &at, |k| got.page(k));
-                Ok(got)
-            }
+            Resident::In(img, at) => self.from_image(img, at, pages),
             Resident::No => self.cached(fmt, pages),
         }
+    }
+
+    /// `pages`, at slots `at` of `img`: the filled ones there, the rest in
+    /// one volume read. The image is credited with the distinct pages it
+    /// served before it is offered the pages read, so a batch whose pages
+    /// are half filled may fill the rest.
+    fn from_image(&self, img: Arc<Image>, mut at: Vec<u32>, pages: &[u64]) -> Result<Fetched> {
+        // Each page's state is looked at once: another thread may fill it
+        // meanwhile.
+        let (mut missing, mut served) = (Vec::new(), Vec::with_capacity(at.len()));
+        for (k, &slot) in at.iter().enumerate() {
+            if img.filled(slot) {
+                served.push(slot);
+            } else {
+                missing.push(k);
+            }
+        }
+        served.sort_unstable();
+        served.dedup();
+        self.cache.served(&img, served.len());
+        if missing.is_empty() {
+            return Ok(Fetched::Image { img, at, got: None });
+        }
+        let want: Vec<u64> = missing.iter().map(|&k| pages[k]).collect();
+        let Fetched::Direct { got, at: read_at } = self.direct(&want)? else { unreachable!("direct reads are Direct") };
+        let slots: Vec<u32> = missing.iter().map(|&k| at[k]).collect();
+        self.cache.fill(&img, &slots, |j| got.page(read_at[j] as usize));
+        for (&k, &r) in missing.iter().zip(&read_at) {
+            at[k] = VOLUME | r;
+        }
+        Ok(Fetched::Image { img, at, got: Some(got) })
     }
 
     /// Fetches pages through the cache; misses are read in one batch and
