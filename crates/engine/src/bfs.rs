@@ -184,6 +184,32 @@ struct Misses {
     ids: Vec<u64>,
     ends: Vec<usize>,
     nbrs: Vec<u32>,
+    /// Vertices this chunk settled.
+    added: u64,
+    /// The bitset word the chunk is at, and the vertices of it to take
+    /// out of `unvisited` and `unread` (`gone`) and to put in `next`
+    /// (`reached`). A chunk's vertices come in order, so the bitsets see
+    /// one atomic operation per word instead of one per vertex.
+    word: u64,
+    gone: u64,
+    reached: u64,
+}
+
+impl Misses {
+    /// Moves to the word of `v`, writing out the one before.
+    fn at_word_of(&mut self, v: u64, s: &Step<'_>) {
+        if v / 64 != self.word {
+            self.flush(s);
+            self.word = v / 64;
+        }
+    }
+
+    fn flush(&mut self, s: &Step<'_>) {
+        s.unvisited.remove_word(self.word, self.gone);
+        s.unread.remove_word(self.word, self.gone);
+        s.next.insert_word(self.word, self.reached);
+        (self.gone, self.reached) = (0, 0);
+    }
 }
 
 /// A bottom-up level over the lists not kept, shared by the chunk tasks:
@@ -274,30 +300,31 @@ impl Step<'_> {
         if let Some(o) = open.take() {
             self.close(o, &mut m);
         }
+        m.flush(self);
+        self.added.fetch_add(m.added, Relaxed);
         if !m.ids.is_empty() {
             self.kept.locked().keep(&m, self.unread);
         }
         Ok(())
     }
 
-    /// Settles a probed vertex, or records it as a miss.
+    /// Settles a probed vertex, or records it as a miss. Its bits change
+    /// when the chunk moves past its word (`Misses::flush`).
     fn close(&self, o: Open, m: &mut Misses) {
+        m.at_word_of(o.v, self);
+        let bit = 1u64 << (o.v % 64);
         match o.parent {
             Some(u) => {
-                self.unvisited.remove(o.v);
-                self.unread.remove(o.v);
+                m.gone |= bit;
+                m.reached |= bit;
                 self.levels[o.v as usize].store(self.level, Relaxed);
                 if let Some(p) = self.parents {
                     p[o.v as usize].store(u as i64, Relaxed);
                 }
-                self.next.insert(o.v);
-                self.added.fetch_add(1, Relaxed);
+                m.added += 1;
             }
             // Nothing can reach it.
-            None if o.empty => {
-                self.unvisited.remove(o.v);
-                self.unread.remove(o.v);
-            }
+            None if o.empty => m.gone |= bit,
             None if self.keeps => {
                 m.ids.push(o.v);
                 m.ends.push(m.nbrs.len());

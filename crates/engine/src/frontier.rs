@@ -129,6 +129,21 @@ impl Bitset {
         self.words[(v / 64) as usize].fetch_and(!(1 << (v % 64)), SeqCst);
     }
 
+    /// Removes the ids of `mask` from the word of id `64 * word` on: one
+    /// atomic operation for a word's worth of `remove`s.
+    pub fn remove_word(&self, word: u64, mask: u64) {
+        if mask != 0 {
+            self.words[word as usize].fetch_and(!mask, SeqCst);
+        }
+    }
+
+    /// `insert` for the ids of `mask` in word `word` (see `remove_word`).
+    pub fn insert_word(&self, word: u64, mask: u64) {
+        if mask != 0 {
+            self.words[word as usize].fetch_or(mask, SeqCst);
+        }
+    }
+
     /// Removes v; true if this call did (one winner among racing threads).
     pub fn take(&self, v: u64) -> bool {
         let bit = 1 << (v % 64);
