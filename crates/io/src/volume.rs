@@ -324,8 +324,21 @@ impl Volume {
     }
 
     /// Grows the volume to at least `pages` pages (whole stripe rows on every
-    /// member). Pages already there are untouched; readers may go on.
+    /// member), allocating their space. Pages already there are untouched;
+    /// readers may go on.
     pub fn grow_to(&self, pages: u64) -> Result<()> {
+        self.grow(pages, true)
+    }
+
+    /// `grow_to` without allocating: the new pages are a hole until written
+    /// (where the filesystem has holes), so a region laid out now and
+    /// written later takes no disk meanwhile; a later `grow_to` allocates
+    /// only past it.
+    pub fn reserve(&self, pages: u64) -> Result<()> {
+        self.grow(pages, false)
+    }
+
+    fn grow(&self, pages: u64, allocate: bool) -> Result<()> {
         let _g = self.grow_lock.locked();
         if pages <= self.num_pages() {
             return Ok(());
@@ -334,7 +347,11 @@ impl Volume {
         let rows = pages.div_ceil(row_pages);
         let member_len = rows * self.stripe.row_bytes();
         for (m, p) in self.paths.iter().enumerate() {
-            self.backend.grow_member(m, member_len, p)?;
+            if allocate {
+                self.backend.grow_member(m, member_len, p)?;
+            } else {
+                self.backend.extend_member(m, member_len, p)?;
+            }
         }
         self.num_pages.store(rows * row_pages, Ordering::Release);
         Ok(())

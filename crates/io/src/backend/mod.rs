@@ -105,6 +105,16 @@ pub(crate) trait Backend: Send + Sync {
     fn grow_member(&self, member: usize, len: u64, path: &std::path::Path) -> Result<()> {
         grow_file(&self.files()[member], len, path)
     }
+    /// Grows a member to `len` bytes without allocating space (a hole, where
+    /// the filesystem has them): pages written there allocate then, and
+    /// ENOSPC surfaces at that write.
+    fn extend_member(&self, member: usize, len: u64, path: &std::path::Path) -> Result<()> {
+        let cur = file_len(&self.files()[member], path)?;
+        if len <= cur {
+            return Ok(());
+        }
+        self.files()[member].set_len(len).map_err(|e| IoError::Os { path: path.to_path_buf(), source: e })
+    }
 }
 
 /// Opens a member file with O_DIRECT.

@@ -375,6 +375,10 @@ impl Backend for SimBackend {
         Ok(self.disk.state.locked().members[member].now.len() as u64)
     }
 
+    fn extend_member(&self, member: usize, len: u64, path: &Path) -> Result<()> {
+        self.grow_member(member, len, path)
+    }
+
     fn grow_member(&self, member: usize, len: u64, _path: &Path) -> Result<()> {
         let mut st = self.disk.state.locked();
         let m = &mut st.members[member];

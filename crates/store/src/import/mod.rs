@@ -553,6 +553,10 @@ pub fn import(out: &Path, edges: &[EdgeInput], tensors: &[TensorInput], o: &Impo
         p.meta.pages = tensor::pages_for(p.meta.rows, p.meta.row_bytes(), ps);
         next_page += p.meta.pages;
     }
+    // The tensor regions stay holes until their pages are written: the
+    // adjacency written past them would otherwise allocate them while the
+    // sort runs (and a reordered tensor's buckets) are still on disk.
+    vol.reserve(next_page)?;
     let runs = out_sort.runs() + in_sort.as_ref().map_or(0, |s| s.runs());
     // The layout's own tables grow beside the merge buffers: the maps, the
     // lower lists' degrees (4 bytes a vertex), the presence bitmap, and
@@ -923,8 +927,9 @@ impl Written<'_> {
 }
 
 /// Writes tensor `index`'s pages, its rows in `order`'s new order if
-/// given. A reordered `.npy` goes through bucket files in `scratch.0`
-/// (`permute`), cut to the memory budget `scratch.1`.
+/// given. A reordered `.npy` goes through buckets cut to the memory budget
+/// `scratch.1` (`permute`): in the tensor's region, or files in
+/// `scratch.0` when the region cannot hold them.
 fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, order: Option<&Permutation>, scratch: (&Path, u64), progress: Progress) -> Result<()> {
     let total = p.meta.rows * p.meta.row_bytes();
     let name = format!("tensor {}", p.meta.name);
@@ -933,16 +938,19 @@ fn write_one_tensor(vol: &Volume, index: u32, p: &TensorPlan, order: Option<&Per
     if let (Some(perm), TensorData::Npy(path)) = (order, p.data)
         && let Some(plan) = permute::plan(p.meta.rows, rb, scratch.1)
     {
-        let paths = permute::bucket_paths(scratch.0, &format!("tensor-{index}"), &plan);
+        // In the tensor's own region when it holds them: no bucket files
+        // beside the store, whose region the volume allocates anyway.
+        let buckets = permute::Buckets::in_region(vol, &plan, p.meta.start_page, p.meta.pages)
+            .unwrap_or_else(|| permute::Buckets::Files(permute::bucket_paths(scratch.0, &format!("tensor-{index}"), &plan)));
         let mut step = 0u64;
         let label = format!("{name} (to buckets)");
-        permute::distribute(path, p.offset, &perm.to_internal, &plan, &paths, &mut |read| {
+        permute::distribute(path, p.offset, &perm.to_internal, &plan, &buckets, &mut |read| {
             if read / (64 << 20) > step {
                 step = read / (64 << 20);
                 progress(&label, read, total);
             }
         })?;
-        let mut placed = permute::Placed::new(plan, &perm.to_external, paths);
+        let mut placed = permute::Placed::new(plan, &perm.to_external, buckets);
         write_tensor(vol, p.meta.start_page, index, EPOCH, |buf| {
             let n = placed.fill(buf)?;
             done.add(n);

@@ -13,11 +13,24 @@
 //!
 //! Memory: one bucket's rows twice (the file read whole, the rows placed)
 //! plus the append buffers, about `budget / 16` in all (`plan`).
+//!
+//! Disk: the buckets live in the tensor's own region of the volume when it
+//! has room for them (`Buckets::in_region`), else in files beside the build.
+//! A region's pages hold `HEADER` bytes less of rows than its raw pages, so
+//! bucket k's raw rows fit at or after the first page its finished rows
+//! take; placed greedily from the front, no bucket's raw pages come before
+//! the pages the writer finishes ahead of reading it. The page writer
+//! finishes a page only once every row of it is filled, and a bucket is
+//! read whole before its first row is handed over, so no raw page is
+//! overwritten before it is read.
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use solidgraph_io::{AlignedBuf, Volume};
+
 use crate::error::{Result, StoreError, file_err};
+use crate::tensor;
 
 /// Buckets at most; a tensor that would need more (a budget far below its
 /// bytes) is gathered row by row instead.
@@ -64,20 +77,65 @@ pub fn bucket_paths(dir: &Path, prefix: &str, p: &Plan) -> Vec<PathBuf> {
     (0..p.buckets).map(|k| dir.join(format!("{prefix}.bucket-{k}"))).collect()
 }
 
+/// Pages of a region bucket read at a time.
+const READ_PAGES: usize = 256;
+
+/// Where the buckets are kept between `distribute` and `Placed`.
+pub enum Buckets<'a> {
+    /// One file per bucket.
+    Files(Vec<PathBuf>),
+    /// In the tensor's region of `vol`: bucket k's raw rows in the pages
+    /// from `first[k]` on, packed, the last one padded.
+    Region { vol: &'a Volume, first: Vec<u64> },
+}
+
+impl<'a> Buckets<'a> {
+    /// The buckets in the region of `pages` pages from `start` that the
+    /// tensor's pages will take, or None when they do not fit (see the
+    /// module: each bucket gains `HEADER` bytes a page and needs them to
+    /// absorb rounding, so buckets of a few 100 KiB or less may not fit).
+    pub fn in_region(vol: &'a Volume, p: &Plan, start: u64, pages: u64) -> Option<Buckets<'a>> {
+        let first = region_layout(p, vol.page_size(), pages)?;
+        Some(Buckets::Region { vol, first: first.into_iter().map(|f| start + f).collect() })
+    }
+
+    /// Pages bucket k's raw rows take in a region.
+    fn raw_pages(p: &Plan, k: u64, ps: usize) -> u64 {
+        (p.range(k).len() * p.row_bytes).div_ceil(ps) as u64
+    }
+}
+
+/// Whether `Buckets::in_region` takes a region of `pages` pages of
+/// `page_size` bytes for `p`'s buckets.
+pub fn fits_region(p: &Plan, page_size: usize, pages: u64) -> bool {
+    region_layout(p, page_size, pages).is_some()
+}
+
+/// Each bucket's first raw page, relative to the region: at or after the
+/// first page its finished rows take and after the bucket before; None if
+/// the last does not end inside the region's `pages`.
+fn region_layout(p: &Plan, ps: usize, pages: u64) -> Option<Vec<u64>> {
+    let pl = tensor::payload(ps) as u64;
+    let mut first = Vec::with_capacity(p.buckets as usize);
+    let mut free = 0u64;
+    for k in 0..p.buckets {
+        let finished = p.range(k).start as u64 * p.row_bytes as u64 / pl;
+        let f = free.max(finished);
+        first.push(f);
+        free = f + Buckets::raw_pages(p, k, ps);
+    }
+    (free <= pages).then_some(first)
+}
+
 /// Reads the rows of `input` from `offset` in file order and appends each
-/// to the bucket of its new position `to_internal[row]`; returns the
-/// bucket files. `progress(bytes read)` is called every 64 MiB or so.
-pub fn distribute(input: &Path, offset: u64, to_internal: &[u32], p: &Plan, paths: &[PathBuf], progress: &mut dyn FnMut(u64)) -> Result<()> {
+/// to the bucket of its new position `to_internal[row]`.
+/// `progress(bytes read)` is called every 64 MiB or so.
+pub fn distribute(input: &Path, offset: u64, to_internal: &[u32], p: &Plan, buckets: &Buckets, progress: &mut dyn FnMut(u64)) -> Result<()> {
     assert_eq!(to_internal.len() as u64, p.rows, "one new position per row");
-    assert_eq!(paths.len() as u64, p.buckets);
     let mut f = std::fs::File::open(input).map_err(file_err(input))?;
     f.seek(SeekFrom::Start(offset)).map_err(file_err(input))?;
     let rb = p.row_bytes;
-    let append = p.append_bytes();
-    let mut bufs: Vec<Vec<u8>> = (0..p.buckets).map(|_| Vec::new()).collect();
-    for path in paths {
-        std::fs::File::create(path).map_err(file_err(path))?;
-    }
+    let mut out = Appender::new(p, buckets)?;
     let block_rows = (READ_BYTES / rb).max(1);
     let mut block = vec![0u8; block_rows * rb];
     let mut row = 0usize;
@@ -86,19 +144,94 @@ pub fn distribute(input: &Path, offset: u64, to_internal: &[u32], p: &Plan, path
         read_rows(&mut f, input, &mut block[..n * rb])?;
         for (i, bytes) in block[..n * rb].chunks_exact(rb).enumerate() {
             let k = (to_internal[row + i] as u64 / p.bucket_rows) as usize;
-            let buf = &mut bufs[k];
-            buf.extend_from_slice(bytes);
-            if buf.len() >= append {
-                append_to(&paths[k], buf)?;
-            }
+            out.push(k, bytes)?;
         }
         row += n;
         progress((row * rb) as u64);
     }
-    for (k, buf) in bufs.iter_mut().enumerate() {
-        append_to(&paths[k], buf)?;
+    out.finish()
+}
+
+/// Append buffers, one per bucket, written out as they fill.
+struct Appender<'a, 'b> {
+    buckets: &'b Buckets<'a>,
+    bufs: Vec<Vec<u8>>,
+    /// Raw pages written per bucket (region buckets).
+    written: Vec<u64>,
+    append: usize,
+    /// Whole pages go out through it (region buckets).
+    stage: Option<AlignedBuf>,
+    plan: Plan,
+}
+
+impl<'a, 'b> Appender<'a, 'b> {
+    fn new(p: &Plan, buckets: &'b Buckets<'a>) -> Result<Appender<'a, 'b>> {
+        let mut append = p.append_bytes();
+        let mut stage = None;
+        match buckets {
+            Buckets::Files(paths) => {
+                assert_eq!(paths.len() as u64, p.buckets);
+                for path in paths {
+                    std::fs::File::create(path).map_err(file_err(path))?;
+                }
+            }
+            Buckets::Region { vol, first } => {
+                assert_eq!(first.len() as u64, p.buckets);
+                let ps = vol.page_size();
+                append = append.next_multiple_of(ps);
+                stage = Some(AlignedBuf::zeroed(append + ps));
+                let end = first.last().map_or(0, |&f| f + Buckets::raw_pages(p, p.buckets - 1, ps));
+                vol.grow_to(end)?;
+            }
+        }
+        Ok(Appender { buckets, bufs: vec![Vec::new(); p.buckets as usize], written: vec![0; p.buckets as usize], append, stage, plan: *p })
     }
-    Ok(())
+
+    fn push(&mut self, k: usize, row: &[u8]) -> Result<()> {
+        self.bufs[k].extend_from_slice(row);
+        if self.bufs[k].len() >= self.append {
+            self.write(k, false)?;
+        }
+        Ok(())
+    }
+
+    /// Writes bucket k's buffer out: whole pages only unless `last`.
+    fn write(&mut self, k: usize, last: bool) -> Result<()> {
+        match self.buckets {
+            Buckets::Files(paths) => append_to(&paths[k], &mut self.bufs[k]),
+            Buckets::Region { vol, first } => {
+                let ps = vol.page_size();
+                let buf = &mut self.bufs[k];
+                let len = if last { buf.len().next_multiple_of(ps) } else { buf.len() / ps * ps };
+                if len == 0 {
+                    return Ok(());
+                }
+                let stage = self.stage.as_mut().expect("region buckets stage their pages");
+                let take = buf.len().min(len);
+                stage[..take].copy_from_slice(&buf[..take]);
+                stage[take..len].fill(0);
+                let at = first[k] + self.written[k];
+                let ids: Vec<u64> = (at..at + (len / ps) as u64).collect();
+                vol.write(&ids, &stage[..len])?;
+                self.written[k] += ids.len() as u64;
+                buf.drain(..take);
+                Ok(())
+            }
+        }
+    }
+
+    fn finish(mut self) -> Result<()> {
+        for k in 0..self.bufs.len() {
+            self.write(k, true)?;
+        }
+        if let Buckets::Region { vol, .. } = self.buckets {
+            let ps = vol.page_size();
+            for (k, &w) in self.written.iter().enumerate() {
+                assert_eq!(w, Buckets::raw_pages(&self.plan, k as u64, ps), "bucket {k} took the pages planned");
+            }
+        }
+        Ok(())
+    }
 }
 
 fn read_rows(f: &mut std::fs::File, input: &Path, out: &mut [u8]) -> Result<()> {
@@ -125,7 +258,7 @@ fn append_to(path: &Path, buf: &mut Vec<u8>) -> Result<()> {
 pub struct Placed<'a> {
     plan: Plan,
     to_external: &'a [u32],
-    paths: Vec<PathBuf>,
+    buckets: Buckets<'a>,
     next: u64,
     file: Vec<u8>,
     rows: Vec<u8>,
@@ -133,9 +266,9 @@ pub struct Placed<'a> {
 }
 
 impl<'a> Placed<'a> {
-    pub fn new(plan: Plan, to_external: &'a [u32], paths: Vec<PathBuf>) -> Placed<'a> {
+    pub fn new(plan: Plan, to_external: &'a [u32], buckets: Buckets<'a>) -> Placed<'a> {
         assert_eq!(to_external.len() as u64, plan.rows);
-        Placed { plan, to_external, paths, next: 0, file: Vec::new(), rows: Vec::new(), at: 0 }
+        Placed { plan, to_external, buckets, next: 0, file: Vec::new(), rows: Vec::new(), at: 0 }
     }
 
     /// Copies the next bytes of rows into `out`; 0 at the end.
@@ -158,17 +291,15 @@ impl<'a> Placed<'a> {
     fn place(&mut self, k: u64) -> Result<()> {
         let range = self.plan.range(k);
         let rb = self.plan.row_bytes;
-        let path = &self.paths[k as usize];
-        self.file.clear();
-        let mut f = std::fs::File::open(path).map_err(file_err(path))?;
-        f.read_to_end(&mut self.file).map_err(file_err(path))?;
+        self.read_bucket(k)?;
         if self.file.len() != range.len() * rb {
             // Written by `distribute` in this import: a mismatch means the
             // build directory changed under it.
-            return Err(StoreError::BadInput {
-                path: path.clone(),
-                reason: format!("bucket holds {} bytes, not {} rows of {rb}: the import's build directory changed under it", self.file.len(), range.len()),
-            });
+            return Err(StoreError::Invalid(format!(
+                "bucket {k} holds {} bytes, not {} rows of {rb}: the import's build directory changed under it",
+                self.file.len(),
+                range.len()
+            )));
         }
         let ids = &self.to_external[range.clone()];
         let mut order: Vec<u32> = (0..ids.len() as u32).collect();
@@ -177,7 +308,35 @@ impl<'a> Placed<'a> {
         for (src, &j) in self.file.chunks_exact(rb).zip(&order) {
             self.rows[j as usize * rb..(j as usize + 1) * rb].copy_from_slice(src);
         }
-        std::fs::remove_file(path).map_err(file_err(path))?;
+        if let Buckets::Files(paths) = &self.buckets {
+            std::fs::remove_file(&paths[k as usize]).map_err(file_err(&paths[k as usize]))?;
+        }
+        Ok(())
+    }
+
+    /// Bucket k's raw rows into `file`.
+    fn read_bucket(&mut self, k: u64) -> Result<()> {
+        self.file.clear();
+        match &self.buckets {
+            Buckets::Files(paths) => {
+                let path = &paths[k as usize];
+                let mut f = std::fs::File::open(path).map_err(file_err(path))?;
+                f.read_to_end(&mut self.file).map_err(file_err(path))?;
+            }
+            Buckets::Region { vol, first } => {
+                let ps = vol.page_size();
+                let bytes = self.plan.range(k).len() * self.plan.row_bytes;
+                let pages = Buckets::raw_pages(&self.plan, k, ps);
+                for from in (0..pages).step_by(READ_PAGES) {
+                    let ids: Vec<u64> = (first[k as usize] + from..first[k as usize] + pages.min(from + READ_PAGES as u64)).collect();
+                    let got = vol.read(&ids)?;
+                    for i in 0..ids.len() {
+                        let want = (bytes - self.file.len()).min(ps);
+                        self.file.extend_from_slice(&got.page(i)[..want]);
+                    }
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -214,8 +373,8 @@ mod tests {
         let p = plan(rows as u64, rb, 32 * rb as u64 * 64).unwrap();
         assert!(p.buckets > 10);
         let paths = bucket_paths(dir.path(), "x", &p);
-        distribute(&input, 5, &to_internal, &p, &paths, &mut |_| {}).unwrap();
-        let mut placed = Placed::new(p, &to_external, paths.clone());
+        distribute(&input, 5, &to_internal, &p, &Buckets::Files(paths.clone()), &mut |_| {}).unwrap();
+        let mut placed = Placed::new(p, &to_external, Buckets::Files(paths.clone()));
         let mut got = Vec::new();
         let mut buf = [0u8; 100];
         loop {
@@ -230,6 +389,88 @@ mod tests {
         assert!(paths.iter().all(|p| !p.exists()), "buckets are removed once read");
     }
 
+    /// Input rows 0..rows of `rb` bytes after a 5-byte header, a scrambled
+    /// order, and the rows in that order.
+    fn scrambled(dir: &Path, rows: usize, rb: usize) -> (PathBuf, Vec<u32>, Vec<u32>, Vec<u8>) {
+        let mut bytes = vec![0u8; 5];
+        for r in 0..rows {
+            bytes.extend((0..rb).map(|i| (r * 31 + i * 7) as u8));
+        }
+        let input = dir.join("x.bin");
+        std::fs::write(&input, &bytes).unwrap();
+        let to_external: Vec<u32> = (0..rows).map(|i| ((i * 7919 + 3) % rows) as u32).collect();
+        let mut to_internal = vec![0u32; rows];
+        for (i, &r) in to_external.iter().enumerate() {
+            to_internal[r as usize] = i as u32;
+        }
+        let want = to_external.iter().flat_map(|&r| bytes[5 + r as usize * rb..5 + (r as usize + 1) * rb].to_vec()).collect();
+        (input, to_internal, to_external, want)
+    }
+
+    /// A region's layout keeps each bucket's raw pages at or after the first
+    /// page its finished rows take, in order, inside the region; where it
+    /// cannot, there is none.
+    #[test]
+    fn region_layout_keeps_raw_pages_ahead_of_the_writer() {
+        let ps = 4096;
+        let mut fitted = 0;
+        for (rows, rb, budget) in [
+            (40_000u64, 64usize, 16u64 << 20),
+            (1000, 12, 32 * 12 * 64),
+            (5000, 4096, 64 << 20),
+            (3, 8, 1 << 20),
+            (100_000, 512, 8 << 20),
+            (777, 4100, 1 << 20),
+        ] {
+            let p = plan(rows, rb, budget).unwrap();
+            let pages = tensor::pages_for(rows, rb as u64, ps);
+            let Some(first) = region_layout(&p, ps, pages) else { continue };
+            fitted += 1;
+            let pl = tensor::payload(ps) as u64;
+            for k in 0..p.buckets {
+                let f = first[k as usize];
+                assert!(f >= p.range(k).start as u64 * rb as u64 / pl, "bucket {k} starts behind its finished pages");
+                let end = f + Buckets::raw_pages(&p, k, ps);
+                assert!(end <= first.get(k as usize + 1).copied().unwrap_or(pages), "bucket {k} overlaps the next or leaves the region");
+            }
+        }
+        assert!(fitted >= 3, "the cases mostly fit");
+    }
+
+    /// Rows through region buckets come out in the new order, as through
+    /// files, and tensor pages written over the region as they are handed
+    /// over (as `write_tensor` does) never clobber a bucket not read yet.
+    #[test]
+    fn region_buckets_give_the_rows_in_the_new_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let ps = 4096;
+        // Buckets of 1 MiB or more, which fit.
+        for (rows, rb, budget) in [(40_000usize, 256usize, 64u64 << 20), (5000, 1000, 32 * 1000 * 1500)] {
+            let (input, to_internal, to_external, want) = scrambled(dir.path(), rows, rb);
+            let p = plan(rows as u64, rb, budget).unwrap();
+            assert!(p.buckets >= 4, "{p:?}");
+            let pages = tensor::pages_for(rows as u64, rb as u64, ps);
+            let path = dir.path().join(format!("vol-{rb}"));
+            let vol =
+                Volume::create(std::slice::from_ref(&path), 2, solidgraph_io::VolumeOptions { page_size: ps, writable: true, ..Default::default() }).unwrap();
+            let start = 2;
+            let buckets = Buckets::in_region(&vol, &p, start, pages).expect("the region holds these buckets");
+            distribute(&input, 5, &to_internal, &p, &buckets, &mut |_| {}).unwrap();
+            let mut placed = Placed::new(p, &to_external, buckets);
+            let got = crate::import::layout::write_tensor(&vol, start, 0, 1, |buf| placed.fill(buf)).unwrap();
+            assert_eq!(got, start + pages);
+            let pl = tensor::payload(ps);
+            let read = vol.read(&(start..start + pages).collect::<Vec<_>>()).unwrap();
+            let mut back = Vec::new();
+            for i in 0..pages as usize {
+                crate::page::open(start + i as u64, read.page(i)).unwrap();
+                back.extend_from_slice(&read.page(i)[crate::page::HEADER..crate::page::HEADER + pl]);
+            }
+            back.truncate(want.len());
+            assert!(back == want, "rows of {rb} bytes differ after the region round trip");
+        }
+    }
+
     #[test]
     fn a_short_input_is_bad_input() {
         let dir = tempfile::tempdir().unwrap();
@@ -238,7 +479,7 @@ mod tests {
         let p = plan(20, 8, 32 * 8 * 4).unwrap();
         let paths = bucket_paths(dir.path(), "x", &p);
         let to_internal: Vec<u32> = (0..20).collect();
-        let e = distribute(&input, 0, &to_internal, &p, &paths, &mut |_| {}).unwrap_err();
+        let e = distribute(&input, 0, &to_internal, &p, &Buckets::Files(paths), &mut |_| {}).unwrap_err();
         assert!(matches!(e, StoreError::BadInput { .. }), "{e}");
     }
 }
