@@ -70,7 +70,7 @@ impl Fetcher<'_> {
             return self.direct(pages);
         }
         match self.cache.resident(pages) {
-            Resident::In(img, at) => self.from_image(img, at, pages),
+            Resident::In(img, at) => self.through_image(img, at, pages),
             Resident::No => self.cached(fmt, pages),
         }
     }
@@ -79,7 +79,7 @@ impl Fetcher<'_> {
     /// one volume read. The image is credited with the distinct pages it
     /// served before it is offered the pages read, so a batch whose pages
     /// are half filled may fill the rest.
-    fn from_image(&self, img: Arc<Image>, mut at: Vec<u32>, pages: &[u64]) -> Result<Fetched> {
+    fn through_image(&self, img: Arc<Image>, mut at: Vec<u32>, pages: &[u64]) -> Result<Fetched> {
         // Each page's state is looked at once: another thread may fill it
         // meanwhile.
         let (mut missing, mut served) = (Vec::new(), Vec::with_capacity(at.len()));
