@@ -207,6 +207,10 @@ impl<'a, 'b> Appender<'a, 'b> {
                     return Ok(());
                 }
                 let stage = self.stage.as_mut().expect("region buckets stage their pages");
+                if stage.len() < len {
+                    // A row wider than the append buffer overshoots it.
+                    *stage = AlignedBuf::zeroed(len);
+                }
                 let take = buf.len().min(len);
                 stage[..take].copy_from_slice(&buf[..take]);
                 stage[take..len].fill(0);
@@ -444,8 +448,9 @@ mod tests {
     fn region_buckets_give_the_rows_in_the_new_order() {
         let dir = tempfile::tempdir().unwrap();
         let ps = 4096;
-        // Buckets of 1 MiB or more, which fit.
-        for (rows, rb, budget) in [(40_000usize, 256usize, 64u64 << 20), (5000, 1000, 32 * 1000 * 1500)] {
+        // Buckets of 1 MiB or more, which fit; the last case's rows are
+        // wider than its append buffers.
+        for (rows, rb, budget) in [(40_000usize, 256usize, 64u64 << 20), (5000, 1000, 32 * 1000 * 1500), (1000, 20_000, 32 * 20_000 * 50)] {
             let (input, to_internal, to_external, want) = scrambled(dir.path(), rows, rb);
             let p = plan(rows as u64, rb, budget).unwrap();
             assert!(p.buckets >= 4, "{p:?}");
