@@ -352,7 +352,8 @@ impl PageCache {
 
     /// Makes sure an image of `pages` (a direction's, sorted and distinct)
     /// of `epoch` exists, if the budget holds it besides the images of the
-    /// same epoch; images of other epochs are dropped first. Entries of the
+    /// same epoch (and it has fewer than `IMAGE_MAX_PAGES` pages); images of
+    /// other epochs are dropped first. Entries of the
     /// page cache proper make room (they would hold the same pages).
     /// `key` names the direction (and epoch): a pass asks once per range,
     /// and `pages` is built only when no image or refusal has that key.
@@ -368,7 +369,7 @@ impl PageCache {
         imgs.retain(|i| i.key.epoch == key.epoch);
         let held: usize = imgs.iter().map(|i| i.bytes()).sum();
         let want = image_bytes(key.pages, self.page_size);
-        if held + want + self.door_bytes > self.budget {
+        if held + want + self.door_bytes > self.budget || key.pages >= IMAGE_MAX_PAGES {
             self.image_bytes.store(held, Relaxed);
             let mut refused = self.refused.locked();
             refused.retain(|k| k.epoch == key.epoch);
