@@ -228,7 +228,7 @@ pub struct Fixture {
 /// (damage to free space changes nothing an open reads, and most of a
 /// stripe is free). Positions already in the written pages keep their
 /// meaning, and so do the kept inputs.
-fn fold(at: usize, image: usize, written: usize) -> usize {
+pub(crate) fn fold(at: usize, image: usize, written: usize) -> usize {
     let at = at % image;
     if at < written { at } else { at % written }
 }

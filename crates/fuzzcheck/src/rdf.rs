@@ -52,6 +52,8 @@ const RESULT_LIMIT: u64 = 10_000;
 /// The store's files: relative path and bytes, in path order.
 pub struct RdfFixture {
     pub files: Vec<(PathBuf, Vec<u8>)>,
+    /// Bytes of the quad store's member up to its last written page.
+    pub member_written: usize,
 }
 
 pub fn rdf_fixture() -> &'static RdfFixture {
@@ -70,7 +72,9 @@ pub fn rdf_fixture() -> &'static RdfFixture {
         list(&st, Path::new(""), &mut files);
         files.sort();
         assert!(files.iter().any(|f| f.0.to_string_lossy().starts_with("dict.")), "the fixture has a dictionary");
-        RdfFixture { files }
+        let member = files.iter().find(|f| is_member(&f.0)).expect("the fixture has a quad store member");
+        let member_written = written(&member.1);
+        RdfFixture { files, member_written }
     })
 }
 
@@ -192,7 +196,8 @@ pub fn rdf_bytes_files(data: &[u8]) -> Option<Vec<(PathBuf, Vec<u8>)>> {
     if bytes.is_empty() {
         return Some(files);
     }
-    let at = u32::from_le_bytes(data[1..5].try_into().expect("4")) as usize % bytes.len();
+    let at = u32::from_le_bytes(data[1..5].try_into().expect("4")) as usize;
+    let at = if is_member(rel) { crate::fold(at, bytes.len(), rdf_fixture().member_written) } else { at % bytes.len() };
     let body = &data[5..data.len().min(5 + PAGE)];
     let end = (at + body.len()).min(bytes.len());
     bytes[at..end].copy_from_slice(&body[..end - at]);
@@ -201,6 +206,14 @@ pub fn rdf_bytes_files(data: &[u8]) -> Option<Vec<(PathBuf, Vec<u8>)>> {
 }
 
 const PAGE: usize = 4096;
+
+/// Bytes of a quad store member up to the end of its last page holding
+/// a nonzero byte: the rest of its stripe is free space no open reads,
+/// where damage would change nothing (`crate::fold`).
+fn written(member: &[u8]) -> usize {
+    let last = member.chunks(PAGE).rposition(|p| p.iter().any(|&b| b != 0));
+    last.map_or(member.len(), |p| ((p + 1) * PAGE).min(member.len()))
+}
 
 /// Recomputes the checksums over bytes `at..end` of the file `rel`.
 fn reseal(rel: &Path, bytes: &mut [u8], at: usize, end: usize) {
@@ -278,6 +291,21 @@ pub fn rdf_wal_files(data: &[u8]) -> Vec<(PathBuf, Vec<u8>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Damage aimed at the free end of the quad store's member lands in
+    /// its written pages, where an open reads it.
+    #[test]
+    fn member_damage_lands_in_written_pages() {
+        let f = rdf_fixture();
+        let (i, member) = f.files.iter().enumerate().find(|(_, f)| is_member(&f.0)).expect("a member");
+        assert!(f.member_written > 0 && f.member_written < member.1.len(), "{} of {}", f.member_written, member.1.len());
+        let mut data = vec![i as u8];
+        data.extend((member.1.len() as u32 - 10).to_le_bytes());
+        data.extend([0xA5; 8]);
+        let files = rdf_bytes_files(&data).expect("a whole input");
+        let changed = files[i].1.iter().zip(&member.1).position(|(a, b)| a != b).expect("the member changed");
+        assert!(changed < f.member_written, "damage at {changed}, written {}", f.member_written);
+    }
 
     /// The fixture, written and opened as the targets do (quads and
     /// dictionary on simulated disks), opens and answers: an open failing

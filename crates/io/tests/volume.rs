@@ -269,6 +269,40 @@ fn injected_faults_surface() {
     assert!(v.read(&[1]).is_ok());
 }
 
+/// A loaded image is what a crash restores until the first sync, and a
+/// synced one after it: the simulated disk keeps a durable copy apart
+/// only from the first write after a load or a sync.
+#[test]
+fn sim_crash_restores_the_loaded_then_the_synced_image() {
+    let disk = SimDisk::new(1, 1);
+    let o = opts(BackendChoice::Sim(disk.clone()), 8, 4, 4 * PS);
+    let p = vec![PathBuf::from("sim0")];
+    let v = Volume::create(&p, 16, o.clone()).unwrap();
+    write_all(&v, 16, 1);
+    v.sync(false).unwrap();
+    let image = disk.peek(0, 0, 16 * PS);
+    drop(v);
+
+    disk.load(0, image.clone());
+    let v = Volume::open(&p, o).unwrap();
+    write_all(&v, 16, 2);
+    assert_ne!(disk.peek(0, 0, 16 * PS), image, "the writes landed");
+    disk.crash(CrashMode::LoseUnsynced);
+    assert_eq!(disk.peek(0, 0, 16 * PS), image, "a crash before any sync restores the loaded image");
+
+    // Media damage to a clean member stays through a crash.
+    disk.corrupt(0, 100, 0);
+    disk.crash(CrashMode::LoseUnsynced);
+    assert_eq!(disk.peek(0, 100, 1)[0], image[100] ^ 1);
+
+    write_all(&v, 16, 3);
+    v.sync(false).unwrap();
+    let synced = disk.peek(0, 0, 16 * PS);
+    write_all(&v, 16, 4);
+    disk.crash(CrashMode::LoseUnsynced);
+    assert_eq!(disk.peek(0, 0, 16 * PS), synced, "a crash after a sync restores the synced image");
+}
+
 /// Batches larger than the registered (fixed) buffers: reads land partly in
 /// registered chunks and partly in plain ones, with single-page I/Os packed
 /// many to a chunk, merged runs bounded by max_io_bytes, and a second batch

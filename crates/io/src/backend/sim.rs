@@ -91,7 +91,19 @@ pub struct Faults {
 
 struct Member {
     now: Vec<u8>,
-    durable: Vec<u8>,
+    /// What a power cut leaves, when it differs from `now`: None while no
+    /// write landed since the last sync (or load), so loading and syncing
+    /// a member copy nothing, and a write copies the image once.
+    durable: Option<Vec<u8>>,
+}
+
+impl Member {
+    /// Keeps the durable image apart before `now` first changes.
+    fn before_write(&mut self) {
+        if self.durable.is_none() {
+            self.durable = Some(self.now.clone());
+        }
+    }
 }
 
 struct State {
@@ -123,7 +135,7 @@ impl SimDisk {
     pub fn new(members: usize, seed: u64) -> Arc<SimDisk> {
         Arc::new(SimDisk {
             state: Mutex::new(State {
-                members: (0..members).map(|_| Member { now: Vec::new(), durable: Vec::new() }).collect(),
+                members: (0..members).map(|_| Member { now: Vec::new(), durable: None }).collect(),
                 unsynced: Vec::new(),
                 ops: 0,
                 eios: 0,
@@ -156,7 +168,7 @@ impl SimDisk {
     /// real files and loaded here to be crashed).
     pub fn load(&self, member: usize, bytes: Vec<u8>) {
         let mut s = self.state.locked();
-        s.members[member].durable.clone_from(&bytes);
+        s.members[member].durable = None;
         s.members[member].now = bytes;
     }
 
@@ -180,7 +192,9 @@ impl SimDisk {
         let mut s = self.state.locked();
         let st = &mut *s;
         for m in st.members.iter_mut() {
-            m.now.clone_from(&m.durable);
+            if let Some(d) = m.durable.take() {
+                m.now = d;
+            }
         }
         let mut rng = match mode {
             CrashMode::LoseUnsynced => 0,
@@ -197,9 +211,6 @@ impl SimDisk {
             let m = &mut st.members[member];
             m.now[offset as usize..offset as usize + bytes].copy_from_slice(&data[..bytes]);
         }
-        for m in st.members.iter_mut() {
-            m.durable.clone_from(&m.now);
-        }
         st.ops = 0;
         st.faults = Faults::default();
     }
@@ -210,7 +221,9 @@ impl SimDisk {
         let mut s = self.state.locked();
         let m = &mut s.members[member];
         m.now[byte as usize] ^= 1 << (bit % 8);
-        m.durable[byte as usize] ^= 1 << (bit % 8);
+        if let Some(d) = m.durable.as_mut() {
+            d[byte as usize] ^= 1 << (bit % 8);
+        }
     }
 
     /// Whether the log file's operations take this disk's faults.
@@ -270,6 +283,7 @@ impl SimDisk {
         // SAFETY: op.buf is valid for op.len bytes for the life of the batch.
         let buf = unsafe { std::slice::from_raw_parts_mut(op.buf, len) };
         if op.write {
+            st.members[m].before_write();
             st.members[m].now[off..off + len].copy_from_slice(buf);
             st.unsynced.push((m, op.offset, buf.to_vec()));
             if lands {
@@ -366,8 +380,7 @@ impl Backend for SimBackend {
         }
         let st = &mut *st;
         st.unsynced.retain(|(m, _, _)| *m != member);
-        let m = &mut st.members[member];
-        m.durable.clone_from(&m.now);
+        st.members[member].durable = None;
         Ok(())
     }
 
@@ -384,7 +397,9 @@ impl Backend for SimBackend {
         let m = &mut st.members[member];
         if (len as usize) > m.now.len() {
             m.now.resize(len as usize, 0);
-            m.durable.resize(len as usize, 0);
+            if let Some(d) = m.durable.as_mut() {
+                d.resize(len as usize, 0);
+            }
         }
         Ok(())
     }
