@@ -12,7 +12,7 @@ use std::sync::{Mutex, OnceLock};
 use solidgraph_store::BackendChoice;
 
 use solidgraph_io::SimDisk;
-use solidgraph_rdf::{LoadOptions, NamedNode, OpenOptions, QueryOptions, QueryOutput, RdfStore, Term};
+use solidgraph_rdf::{LoadOptions, NamedNode, OpenOptions, Query, QueryOptions, QueryOutput, RdfStore, Term};
 
 /// The fixture's data: typed values that are inlined, strings, language
 /// tags, blank nodes, a named graph and a chain for path queries.
@@ -45,6 +45,12 @@ const QUERIES: [&str; 5] = [
     "SELECT (COUNT(*) AS ?n) (MAX(?o) AS ?m) WHERE { ?s ?p ?o }",
     "ASK { ?s <http://x/name> \"Ann\"@en }",
 ];
+
+/// `QUERIES`, parsed once: their parse is the same for every input.
+fn queries() -> &'static [Query] {
+    static Q: OnceLock<Vec<Query>> = OnceLock::new();
+    Q.get_or_init(|| QUERIES.iter().map(|t| RdfStore::parse_query(t, None).expect("the fixture's queries parse")).collect())
+}
 
 /// Solutions a query may yield (the fixture has a few dozen).
 const RESULT_LIMIT: u64 = 10_000;
@@ -156,8 +162,8 @@ pub fn exercise(w: &Written) {
     // that runs away on damaged data should fail the run as a hang
     // (libFuzzer's -timeout), not end as a timeout error.
     let q = QueryOptions { timeout: None, result_limit: Some(RESULT_LIMIT), default_graph_as_union: true, ..Default::default() };
-    for text in QUERIES {
-        match s.query(text, &q) {
+    for query in queries() {
+        match s.query_parsed(query, &q) {
             Ok(QueryOutput::Solutions { rows, .. }) => rows.take(RESULT_LIMIT as usize).for_each(drop),
             Ok(QueryOutput::Triples(rows)) => rows.take(RESULT_LIMIT as usize).for_each(drop),
             Ok(QueryOutput::Boolean(_)) | Err(_) => {}

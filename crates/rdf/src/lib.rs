@@ -46,6 +46,8 @@ pub use oxrdf::{BlankNode, GraphName, Literal, NamedNode, NamedOrBlankNode, Quad
 pub use oxrdfio::RdfFormat;
 pub use results::{rdf_format, results_format, write_boolean, write_solutions, write_triples};
 pub use sparesults::QueryResultsFormat;
+/// A parsed SPARQL query (`RdfStore::parse_query`, `RdfStore::query_parsed`).
+pub use spargebra::Query;
 pub use store::RdfStore;
 
 /// How [`RdfStore::open`] opens a store.

@@ -152,8 +152,20 @@ impl RdfStore {
 
     /// Runs a SPARQL query on a snapshot of the store.
     pub fn query(&self, sparql: &str, o: &QueryOptions) -> Result<QueryOutput> {
-        let q = query::parse(sparql, o.base_iri.as_deref())?;
-        query::run(&q, QueryData::new(self.snapshot()?, self.inner.dict.clone()), o)
+        let q = Self::parse_query(sparql, o.base_iri.as_deref())?;
+        self.query_parsed(&q, o)
+    }
+
+    /// Parses a SPARQL query once, for [`RdfStore::query_parsed`] to run
+    /// many times (`base_iri` resolves its relative IRIs).
+    pub fn parse_query(sparql: &str, base_iri: Option<&str>) -> Result<spargebra::Query> {
+        query::parse(sparql, base_iri)
+    }
+
+    /// Runs a parsed query on a snapshot of the store (`o.base_iri` is not
+    /// used: the query's IRIs were resolved when it was parsed).
+    pub fn query_parsed(&self, q: &spargebra::Query, o: &QueryOptions) -> Result<QueryOutput> {
+        query::run(q, QueryData::new(self.snapshot()?, self.inner.dict.clone()), o)
     }
 
     /// Runs a SPARQL update; durable when it returns. A failing update changes nothing.

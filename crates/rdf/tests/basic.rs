@@ -70,6 +70,27 @@ fn union_default_graph_includes_the_default_graph() {
     assert_eq!(select(&store, "SELECT ?s ?o WHERE { ?s ?p ?o }"), vec![vec!["<http://ex/a>", "<http://ex/b>"]]);
 }
 
+/// A query parsed once runs like its text, each time, and a parse error
+/// keeps its kind; the base IRI resolves at the parse.
+#[test]
+fn parsed_queries_run_like_their_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = write(tmp.path(), "d.nt", "<http://ex/a> <http://ex/p> <http://ex/b> .\n<http://ex/b> <http://ex/p> <http://ex/c> .\n");
+    let path = tmp.path().join("s");
+    RdfStore::bulk_load(&path, &[data], &LoadOptions::default()).unwrap();
+    let store = RdfStore::open(&path, &OpenOptions::default()).unwrap();
+    let text = "SELECT ?o WHERE { <a> <p>+ ?o } ORDER BY ?o";
+    let q = RdfStore::parse_query(text, Some("http://ex/")).unwrap();
+    let by_text = select_with(&store, text, &QueryOptions { base_iri: Some("http://ex/".into()), ..Default::default() });
+    assert_eq!(by_text, vec![vec!["<http://ex/b>"], vec!["<http://ex/c>"]]);
+    for _ in 0..2 {
+        let QueryOutput::Solutions { rows, .. } = store.query_parsed(&q, &QueryOptions::default()).unwrap() else { panic!("not a SELECT") };
+        let rows: Vec<Vec<String>> = rows.map(|r| r.unwrap().into_iter().map(|t| t.map_or("-".into(), |t| t.to_string())).collect()).collect();
+        assert_eq!(rows, by_text);
+    }
+    assert!(matches!(RdfStore::parse_query("SELECT WHERE {", None), Err(RdfError::QuerySyntax(_))));
+}
+
 #[test]
 fn bad_syntax_names_file_line_column_and_leaves_nothing() {
     let tmp = tempfile::tempdir().unwrap();
