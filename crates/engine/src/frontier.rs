@@ -354,8 +354,48 @@ pub struct Lists<'a> {
 }
 
 enum Job {
-    Range(u64, u64, Option<Vec<u64>>),
+    Range(u64, u64, Option<Members>),
     Ids(Vec<u64>),
+}
+
+/// A dense range's members as the plan saw them: the frontier's bits for
+/// [lo, hi), a bit a vertex. A range read as pages (`Chunk::Pages`) needs
+/// none of them; only a decoded batch lists its members as ids, so the
+/// plan no longer builds an 8-byte id per member (2 MiB for a chunk of
+/// 2^18) that most passes drop unread.
+struct Members {
+    lo: u64,
+    hi: u64,
+    /// Word k holds ids `64 * (lo / 64 + k)` on, masked to [lo, hi).
+    words: Vec<u64>,
+}
+
+impl Members {
+    fn of(frontier: Frontier, lo: u64, hi: u64) -> Members {
+        debug_assert!(lo < hi);
+        let first = lo / 64;
+        let mut words = vec![0u64; ((hi - 1) / 64 - first + 1) as usize];
+        match frontier {
+            Frontier::Set(s) => (first..=(hi - 1) / 64).for_each(|i| words[(i - first) as usize] = s.word_in(i, lo, hi)),
+            f => f.each(lo, hi, |v| words[(v / 64 - first) as usize] |= 1 << (v % 64)),
+        }
+        Members { lo, hi, words }
+    }
+
+    /// The members as sorted ids.
+    fn ids(&self) -> Vec<u64> {
+        let first = self.lo / 64;
+        let mut ids = Vec::with_capacity(self.words.iter().map(|w| w.count_ones() as usize).sum());
+        for (k, &w) in self.words.iter().enumerate() {
+            let mut w = w;
+            while w != 0 {
+                ids.push((first + k as u64) * 64 + w.trailing_zeros() as u64);
+                w &= w - 1;
+            }
+        }
+        debug_assert!(ids.iter().all(|&v| self.lo <= v && v < self.hi));
+        ids
+    }
 }
 
 impl<'a> Lists<'a> {
@@ -677,9 +717,7 @@ impl<'a> Lists<'a> {
                     return;
                 }
             } else if members as f64 * RANDOM_COST >= self.range_pages[r] as f64 {
-                let mut m = Vec::with_capacity(members as usize);
-                frontier.each(lo, hi, |v| m.push(v));
-                if !send(Job::Range(lo, hi, Some(m))) {
+                if !send(Job::Range(lo, hi, Some(Members::of(frontier, lo, hi)))) {
                     return;
                 }
             } else {
@@ -737,7 +775,7 @@ impl<'a> Lists<'a> {
             _ => unreachable!("one or two directions"),
         };
         let rows = match job {
-            Job::Range(first, _, members) => Rows::Range { first, members },
+            Job::Range(first, _, members) => Rows::Range { first, members: members.map(|m| m.ids()) },
             Job::Ids(ids) => Rows::Ids(ids),
         };
         Ok(Batch { rows, csr })
@@ -801,4 +839,29 @@ fn concat(a: &Csr, b: &Csr, mut out: Csr) -> Csr {
         out.indptr.push(out.indices.len() as u64);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A range's members, snapshot as bits and listed back as ids, are the
+    /// frontier's members in [lo, hi), for ranges that start and end
+    /// inside words, from a set and from an id list.
+    #[test]
+    fn members_list_the_range_of_the_frontier() {
+        let ids: Vec<u64> = (0..1000u64).filter(|v| v % 7 == 0 || v % 64 == 63 || v % 64 == 0).collect();
+        let set = Bitset::new(1000);
+        ids.iter().for_each(|&v| set.insert(v));
+        for (lo, hi) in [(0, 1000), (1, 64), (63, 65), (100, 101), (128, 192), (130, 999)] {
+            let want: Vec<u64> = ids.iter().copied().filter(|&v| lo <= v && v < hi).collect();
+            for f in [Frontier::Set(&set), Frontier::Ids(&ids), Frontier::All] {
+                let got = Members::of(f, lo, hi).ids();
+                match f {
+                    Frontier::All => assert_eq!(got, (lo..hi).collect::<Vec<_>>(), "all of [{lo}, {hi})"),
+                    _ => assert_eq!(got, want, "[{lo}, {hi})"),
+                }
+            }
+        }
+    }
 }
