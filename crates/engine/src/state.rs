@@ -7,6 +7,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use rayon::prelude::*;
+
 use solidgraph_store::Store;
 use solidgraph_store::mem::{advise_huge, machine_memory};
 
@@ -64,21 +66,73 @@ pub fn from_fn<T>(n: usize, f: impl FnMut(usize) -> T) -> Vec<T> {
 
 /// A per-vertex result indexed by the store's ids, indexed by the user's
 /// (`import --order degree` renumbers vertices) and converted by `f`: one
-/// scatter into a new array. Its random writes do not depend on each other,
-/// so the CPU overlaps their cache misses; following the permutation's
-/// cycles in place would be a chain of dependent misses. Peak memory: both
-/// arrays and the map.
-pub fn by_external<T: Copy, U: Copy + Default>(store: &Store, vals: Vec<T>, f: impl Fn(T) -> U) -> Result<Vec<U>> {
+/// scatter into a new array, on the pool's threads. Its random writes do
+/// not depend on each other, so the CPU overlaps their cache misses;
+/// following the permutation's cycles in place would be a chain of
+/// dependent misses. Peak memory: both arrays and the map.
+pub fn by_external<T: Copy + Sync, U: Slot>(store: &Store, vals: Vec<T>, f: impl Fn(T) -> U + Sync) -> Result<Vec<U>> {
     let Some(ext) = store.external_ids()? else {
         return Ok(vals.into_iter().map(f).collect());
     };
     let mut out = filled(vals.len(), U::default());
-    for (i, &x) in vals.iter().enumerate() {
+    let slots = U::atomic(&mut out);
+    vals.par_iter().enumerate().with_min_len(SCATTER_MIN).for_each(|(i, &x)| {
         // Vertices added after the import keep their ids.
         let e = ext.get(i).map_or(i, |&e| e as usize);
-        out[e] = f(x);
-    }
+        U::store(&slots[e], f(x));
+    });
     Ok(out)
+}
+
+/// Vertices a thread of `by_external` scatters at least.
+const SCATTER_MIN: usize = 1 << 16;
+
+/// A result value `by_external` scatters from several threads: written
+/// through an atomic of its size, so a damaged order map that names a
+/// slot twice makes a wrong answer at worst, never a data race. Relaxed
+/// stores are plain stores on the machines we run on.
+pub trait Slot: Copy + Default + Send + Sync {
+    type Atomic: Sync;
+    /// `x` seen as atomics (same size and alignment).
+    fn atomic(x: &mut [Self]) -> &[Self::Atomic];
+    fn store(slot: &Self::Atomic, v: Self);
+}
+
+macro_rules! slot {
+    ($t:ty, $a:ty, $to:expr) => {
+        impl Slot for $t {
+            type Atomic = $a;
+            fn atomic(x: &mut [$t]) -> &[$a] {
+                const { assert!(size_of::<$a>() == size_of::<$t>() && align_of::<$a>() == align_of::<$t>()) };
+                // SAFETY: same size and (asserted) alignment; only values
+                // of the type are stored through the view, and the
+                // exclusive borrow means no non-atomic access while it
+                // lives.
+                unsafe { &*(x as *mut [$t] as *const [$a]) }
+            }
+            fn store(slot: &$a, v: $t) {
+                slot.store($to(v), Relaxed);
+            }
+        }
+    };
+}
+slot!(i64, std::sync::atomic::AtomicI64, |v| v);
+slot!(u64, AtomicU64, |v| v);
+slot!(u32, std::sync::atomic::AtomicU32, |v| v);
+slot!(bool, std::sync::atomic::AtomicBool, |v| v);
+
+/// f64 slots hold their bits (an AtomicU64 view of an f64 array, read
+/// back as f64 once the scatter is over).
+impl Slot for f64 {
+    type Atomic = AtomicU64;
+    fn atomic(x: &mut [f64]) -> &[AtomicU64] {
+        const { assert!(size_of::<AtomicU64>() == size_of::<f64>() && align_of::<AtomicU64>() == align_of::<f64>()) };
+        // SAFETY: as in the macro; any u64 is the bits of some f64.
+        unsafe { &*(x as *mut [f64] as *const [AtomicU64]) }
+    }
+    fn store(slot: &AtomicU64, v: f64) {
+        slot.store(v.to_bits(), Relaxed);
+    }
 }
 
 /// `by_external` in place, for values below 2^32 (labels that are user

@@ -5,6 +5,7 @@
 //! give identical results.
 
 use solidgraph_engine::*;
+use solidgraph_store::order::VertexOrder;
 use solidgraph_store::{ChunkLimit, Direction, EdgeInput, ImportOptions, OpenOptions, Store, import};
 
 /// R-MAT edges (a = 0.57, b = c = 0.19): a few hubs with extents, many
@@ -293,4 +294,44 @@ fn one_thread_pool_runs_passes_inline() {
     for (v, (a, b)) in got.3.iter().zip(&want.3).enumerate() {
         assert!((a - b).abs() <= 1e-9 * b, "rank of {v}: {a} vs {b}");
     }
+}
+
+/// On a degree-ordered store of several times `state::by_external`'s
+/// per-thread share of vertices, results scattered back to the user's ids
+/// on the pool's threads (i64 levels, u32 cores, u64 labels, f64 ranks,
+/// bool MIS flags) are those of the same graph kept in input order.
+#[test]
+fn results_return_in_user_ids_from_a_degree_ordered_store() {
+    let n = 1u64 << 18;
+    let (src, dst) = rmat(18, 1_500_000, 11);
+    let dir = tempfile::tempdir().unwrap();
+    let open = |order| {
+        let path = dir.path().join(format!("{order:?}"));
+        let o = ImportOptions { undirected: true, dedup: true, order, num_nodes: Some(n), ..Default::default() };
+        let edges = EdgeInput::Memory { src: src.clone(), dst: dst.clone(), weights: None, labels: None };
+        import(&path, &[edges], &[], &o, &|_, _, _| {}).unwrap();
+        Store::open(&path, &OpenOptions::default()).unwrap()
+    };
+    let (plain, ordered) = (open(VertexOrder::Input), open(VertexOrder::Degree));
+    assert!(ordered.external_ids().unwrap().is_some(), "degree order renumbers");
+    let source = src[0];
+    let run = |s: &Store| {
+        let levels = bfs::bfs(s, source, None, false, &silent).unwrap().levels;
+        let core = kcore::kcore(s, &silent).unwrap();
+        let comp = wcc::wcc(s, &silent).unwrap();
+        let pr = pagerank::pagerank(s, 0.85, 10, None, &silent).unwrap().ranks;
+        (levels, core, comp, pr)
+    };
+    let (want, got) = (run(&plain), run(&ordered));
+    assert!(want.0.iter().filter(|&&l| l != bfs::UNREACHED).count() as u64 > n / 4, "BFS reaches much of the graph");
+    assert_eq!((&got.0, &got.1, &got.2), (&want.0, &want.1, &want.2));
+    for (v, (a, b)) in got.3.iter().zip(&want.3).enumerate() {
+        assert!((a - b).abs() <= 1e-9 * b, "rank of {v}: {a} vs {b}");
+    }
+    // MIS depends on the order, so only its independence is checked: no
+    // edge of the user's ids inside the set.
+    let mis = mis::mis(&ordered, 7, &silent).unwrap();
+    let inside = src.iter().zip(&dst).filter(|&(&a, &b)| a != b && mis[a as usize] && mis[b as usize]).count();
+    assert_eq!(inside, 0, "an edge inside the independent set");
+    assert!(mis.iter().filter(|&&x| x).count() as u64 > n / 100, "a set of some size");
 }
