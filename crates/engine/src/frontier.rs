@@ -361,8 +361,8 @@ enum Job {
 /// A dense range's members as the plan saw them: the frontier's bits for
 /// [lo, hi), a bit a vertex. A range read as pages (`Chunk::Pages`) needs
 /// none of them; only a decoded batch lists its members as ids, so the
-/// plan no longer builds an 8-byte id per member (2 MiB for a chunk of
-/// 2^18) that most passes drop unread.
+/// plan builds no 8-byte id per member (2 MiB for a chunk of 2^18) for a
+/// chunk that comes as pages.
 struct Members {
     lo: u64,
     hi: u64,

@@ -105,9 +105,9 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 
 /// A simulated disk holding `bytes` as its one member. A fixture file's
 /// disk is made once and shared by every input that leaves the file
-/// alone: opens are read-only, so nothing changes its bytes, and loading
-/// a fresh copy of the 1 MiB quad member per input was a tenth of an
-/// input's time.
+/// alone: opens are read-only, so nothing changes its bytes, and a fresh
+/// copy of the 1 MiB quad member per input would be most of the copying
+/// an input does.
 fn sim_disk(bytes: Cow<'static, [u8]>) -> Arc<SimDisk> {
     let fresh = |b: Vec<u8>| {
         let disk = SimDisk::new(1, 1);
@@ -159,7 +159,7 @@ pub struct Written {
 /// whole directory each time cost more than opening it. Opens are
 /// read-only, so nothing but this function changes the directory.
 pub fn write_store(files: Files) -> Written {
-    static ON_DISK: Mutex<Vec<(PathBuf, Cow<'static, [u8]>)>> = Mutex::new(Vec::new());
+    static ON_DISK: Mutex<Files> = Mutex::new(Vec::new());
     let d = crate::scratch().join("s.rdf");
     let mut on_disk = ON_DISK.lock().unwrap_or_else(|p| p.into_inner());
     let same_names = on_disk.len() == files.len() && on_disk.iter().zip(&files).all(|(a, b)| a.0 == b.0);
