@@ -264,3 +264,25 @@ fn rdf_bytes_meta_pair_count_wraps_the_length() {
     }
     replay("rdf_bytes", name);
 }
+
+/// A damaged vertex-order table (checksum recomputed) whose vertex count
+/// exceeds the words it holds: mapping a few ids (the sampler's draws,
+/// `Store::to_external`) read each id's table word by position and indexed
+/// an empty read ("index out of bounds: the len is 0 but the index is 0",
+/// store/src/order.rs `map`; found 2026-12-08 by `store_bytes`). The count
+/// is now checked against the table's length before any map is read, as
+/// loading a whole map already did.
+#[test]
+fn store_bytes_order_table_shorter_than_its_count() {
+    let name = "crash-96071374c69fa72e5679b28ebe17ae1f601297eb";
+    let image = solidgraph_fuzzcheck::store_bytes_image(&input("store_bytes", name)).expect("a whole input");
+    let s = solidgraph_fuzzcheck::open_image(image).expect("the damaged store opens");
+    for few in [vec![0u64], (0..s.num_nodes().min(64)).collect()] {
+        let mut ids = few.clone();
+        match s.to_external(&mut ids) {
+            Err(StoreError::Corrupt { reason, .. }) => assert!(reason.starts_with("vertex order of"), "{} ids: {reason}", few.len()),
+            other => panic!("{} ids: {other:?}", few.len()),
+        }
+    }
+    replay("store_bytes", name);
+}

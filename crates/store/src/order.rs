@@ -109,11 +109,8 @@ impl OrderMaps {
             return Ok(Some(m.clone()));
         }
         let corrupt = |reason: String| StoreError::Corrupt { page: t.start, reason };
-        let n = load_table_range(vol, t, 0, 1)?[0];
+        let n = vertices(vol, t, num_nodes)?;
         let half = n.div_ceil(2);
-        if t.words != 1 + 2 * half || n > num_nodes {
-            return Err(corrupt(format!("vertex order of {n} vertices in {} words, store has {num_nodes} vertices", t.words)));
-        }
         // A chunk of words at a time: the map's 4 B per vertex is the peak.
         let first = if to_internal { 1 } else { 1 + half };
         let mut m: Vec<u32> = Vec::with_capacity(2 * half as usize);
@@ -144,16 +141,17 @@ impl OrderMaps {
             }
             return Ok(());
         }
-        let n = load_table_range(vol, t, 0, 1)?[0];
-        if n > num_nodes {
-            return Err(StoreError::Corrupt { page: t.start, reason: format!("vertex order of {n} vertices, store has {num_nodes}") });
-        }
+        let n = vertices(vol, t, num_nodes)?;
         let first = if to_internal { 1 } else { 1 + n.div_ceil(2) };
         for x in ids {
             if let Ok(i) = (*x).try_into()
                 && (i as u64) < n
             {
-                let w = load_table_range(vol, t, first + i as u64 / 2, 1)?[0];
+                // In the table: `vertices` checked its length against n.
+                let at = first + i as u64 / 2;
+                let Some(&w) = load_table_range(vol, t, at, 1)?.first() else {
+                    return Err(StoreError::Corrupt { page: t.start, reason: format!("vertex order table has no word {at}") });
+                };
                 let m = if i % 2 == 0 { w as u32 } else { (w >> 32) as u32 };
                 if m as u64 >= n {
                     return Err(StoreError::Corrupt { page: t.start, reason: format!("vertex order maps to {m}, past its {n} vertices") });
@@ -163,6 +161,18 @@ impl OrderMaps {
         }
         Ok(())
     }
+}
+
+/// The vertex count of a (non-empty) order table, checked against the
+/// table's length and the store's vertex count: the maps' words are read
+/// by position from it, so a count the table does not hold is corruption,
+/// not an index past the words read.
+fn vertices(vol: &Volume, t: &Table, num_nodes: u64) -> Result<u64> {
+    let n = load_table_range(vol, t, 0, 1)?.first().copied().unwrap_or(0);
+    if t.words != 1 + 2 * n.div_ceil(2) || n > num_nodes {
+        return Err(StoreError::Corrupt { page: t.start, reason: format!("vertex order of {n} vertices in {} words, store has {num_nodes} vertices", t.words) });
+    }
+    Ok(n)
 }
 
 /// Ids mapped one table page each rather than by loading a map.
