@@ -170,7 +170,10 @@ impl OrderMaps {
 fn vertices(vol: &Volume, t: &Table, num_nodes: u64) -> Result<u64> {
     let n = load_table_range(vol, t, 0, 1)?.first().copied().unwrap_or(0);
     if t.words != 1 + 2 * n.div_ceil(2) || n > num_nodes {
-        return Err(StoreError::Corrupt { page: t.start, reason: format!("vertex order of {n} vertices in {} words, store has {num_nodes} vertices", t.words) });
+        return Err(StoreError::Corrupt {
+            page: t.start,
+            reason: format!("vertex order of {n} vertices in {} words, store has {num_nodes} vertices", t.words),
+        });
     }
     Ok(n)
 }
