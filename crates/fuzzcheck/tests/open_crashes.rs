@@ -286,3 +286,32 @@ fn store_bytes_order_table_shorter_than_its_count() {
     }
     replay("store_bytes", name);
 }
+
+/// A damaged adjacency page (checksum recomputed) whose gaps sum past
+/// 2^64: the decoders added gaps wrapping, so the list came out unsorted
+/// with a small last id, and the check against the vertex count (which
+/// reads a sorted list's last id) passed an id of 2^58 - 1; a top-down BFS
+/// level indexed its `unvisited` bitset by it ("index out of bounds: the
+/// len is 5 but the index is 288230376151711743", engine/src/frontier.rs
+/// `contains`; found 2026-12-08 by `store_bytes`). A sum past 2^64 is now
+/// malformed (store/src/varint.rs), a corruption error naming the page.
+#[test]
+fn store_bytes_gaps_that_wrap_past_2_64() {
+    let name = "crash-f84dd84315eda134212ced72dabe79201efd61d1";
+    let image = solidgraph_fuzzcheck::store_bytes_image(&input("store_bytes", name)).expect("a whole input");
+    let s = solidgraph_fuzzcheck::open_image(image).expect("the damaged store opens");
+    let ids: Vec<u64> = (0..s.num_nodes()).collect();
+    let mut refused = 0;
+    for dir in [solidgraph_store::Direction::Out, solidgraph_store::Direction::In] {
+        match s.neighbors(&ids, dir, false, false) {
+            Ok(csr) => assert!(csr.indices.iter().all(|&u| u < s.num_nodes()), "{dir:?}: an id past the vertex count"),
+            Err(StoreError::Corrupt { .. }) => refused += 1,
+            Err(e) => panic!("{dir:?}: {e}"),
+        }
+    }
+    assert!(refused > 0, "the damaged list is refused");
+    for source in 0..s.num_nodes() {
+        let _ = solidgraph_engine::bfs::bfs(&s, source, None, false, &solidgraph_engine::silent);
+    }
+    replay("store_bytes", name);
+}

@@ -233,7 +233,8 @@ impl Block<'_> {
     pub fn find(&self, want: u64) -> Result<Option<usize>, String> {
         let (mut at, mut x) = (0, 0u64);
         for k in 0..self.d {
-            x = x.wrapping_add(varint::get(&self.ids[..self.limit], &mut at).ok_or("list ids run past the block")?);
+            let gap = varint::get(&self.ids[..self.limit], &mut at).ok_or("list ids run past the block")?;
+            x = x.checked_add(gap).ok_or("list ids sum past 2^64")?;
             if x >= want {
                 return Ok((x == want).then_some(k));
             }

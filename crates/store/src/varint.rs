@@ -50,7 +50,9 @@ pub fn get(b: &[u8], at: &mut usize) -> Option<u64> {
 /// Decodes `d` varint gaps from the start of `b` and appends their running
 /// sums (the ids of a list) to `out`. The gaps must lie in `b[..limit]`;
 /// the bytes after `limit` are only read ahead. Returns the bytes the gaps
-/// take, or None when they are malformed or run past `limit`.
+/// take, or None when they are malformed, run past `limit` or sum past
+/// 2^64: a sum that wrapped would leave the list unsorted, and readers
+/// check a sorted list's ids against the vertex count by its last.
 pub fn push_gaps(b: &[u8], limit: usize, d: usize, out: &mut Vec<u64>) -> Option<usize> {
     push_gaps_from(b, limit, d, 0, out)
 }
@@ -67,7 +69,7 @@ pub fn push_gaps_from(b: &[u8], limit: usize, d: usize, mut x: u64, out: &mut Ve
         unsafe { simd::push_gaps(b, d, out, &mut at, &mut x)? };
     }
     for _ in out.len() - base..d {
-        x = x.wrapping_add(get(b, &mut at)?);
+        x = x.checked_add(get(b, &mut at)?)?;
         out.push(x);
     }
     (at <= limit).then_some(at)
@@ -154,7 +156,7 @@ mod simd {
             let v = unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) };
             let e = TABLE[(_mm_movemask_epi8(v) & 0xfff) as usize] as usize;
             if e == 0 {
-                *x = x.wrapping_add(super::get(b, at)?);
+                *x = x.checked_add(super::get(b, at)?)?;
                 out.push(*x);
                 k += 1;
                 continue;
@@ -179,11 +181,57 @@ mod simd {
             unsafe { std::ptr::copy_nonoverlapping(ids.as_ptr().cast::<u8>(), spare.as_mut_ptr().cast::<u8>(), 32) };
             // SAFETY: the first `count` of the four were written just above.
             unsafe { out.set_len(out.len() + count) };
-            *x = x.wrapping_add(_mm_extract_epi32::<3>(g) as u32 as u64);
+            // The four sums are ascending, so if any id of the group wrapped
+            // past 2^64 the last did, and it is then below the one before.
+            let last = x.wrapping_add(_mm_extract_epi32::<3>(g) as u32 as u64);
+            if last < *x {
+                return None;
+            }
+            *x = last;
             k += count;
             *at += e >> 10;
         }
         debug_assert_eq!(out.len(), base + k);
         Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gaps(gs: &[u64]) -> Vec<u8> {
+        let mut b = vec![0u8; 10 * gs.len() + 16];
+        let mut at = 0;
+        for &g in gs {
+            at += put(&mut b[at..], g);
+        }
+        b.truncate(at);
+        b
+    }
+
+    /// Gaps whose sum passes 2^64 are malformed, whether the wrap comes in
+    /// a four-gap group of small gaps (the SIMD path) or in a long gap
+    /// (one at a time): a wrapped sum would make the list unsorted, and
+    /// only its last id is checked against the vertex count.
+    #[test]
+    fn gaps_that_sum_past_2_64_are_malformed() {
+        let near = u64::MAX - 10;
+        for (start, gs) in
+            [(near, vec![1u64, 2, 3, 9, 1, 1, 1, 1]), (0, vec![u64::MAX - 3, 2, 2, 2, 2, 2, 2, 2]), (near, vec![20, 1, 1, 1]), (0, vec![1u64 << 63, 1 << 63])]
+        {
+            let b = gaps(&gs);
+            let mut padded = b.clone();
+            padded.resize(b.len() + 16, 0);
+            assert_eq!(push_gaps_from(&padded, b.len(), gs.len(), start, &mut Vec::new()), None, "{start} + {gs:?}");
+        }
+        // The same gaps up to 2^64 - 1 decode.
+        let gs = [1u64, 2, 3, 4, 0, 0, 0, 0];
+        let b = gaps(&gs);
+        let mut padded = b.clone();
+        padded.resize(b.len() + 16, 0);
+        let mut out = Vec::new();
+        assert_eq!(push_gaps_from(&padded, b.len(), gs.len(), u64::MAX - 10, &mut out), Some(b.len()));
+        assert_eq!(out.last(), Some(&(u64::MAX - 10 + 10)));
     }
 }
